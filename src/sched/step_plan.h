@@ -1,0 +1,54 @@
+#pragma once
+// What one forward computes: the scheduler's output and the executor's whole input.
+#include <cstdint>
+#include <vector>
+
+#include "sched/sampling_params.h"
+
+namespace paceline {
+
+enum class ForwardKind { kPrefill, kDecode, kMixed };
+
+struct ScheduledSeq {
+  uint64_t request_id = 0;
+  // Tokens computed this step: a prefill chunk, one decode token, or k+1 verify tokens.
+  std::vector<int32_t> tokens;
+  // Position of tokens[0]; positions [0, start_pos) are already in the KV cache.
+  int64_t start_pos = 0;
+  // Physical KV block ids covering positions [0, start_pos + tokens.size()).
+  std::vector<int32_t> block_table;
+  // Logits wanted for the last num_logits tokens: 0 for a middle prefill chunk, 1 for the last
+  // chunk or a decode, k+1 for a speculative verify.
+  int32_t num_logits = 1;
+  SamplingParams sampling;
+  uint64_t seed = 0;  // effective sampling seed of the request
+};
+
+struct StepPlan {
+  uint64_t step_id = 0;
+  ForwardKind kind = ForwardKind::kPrefill;
+  std::vector<ScheduledSeq> seqs;
+  // Decode plans: the CUDA-graph batch size this step replays (smallest captured size >= the
+  // batch), or 0 for eager execution above the largest captured size.
+  int32_t padded_batch_size = 0;
+
+  int64_t num_tokens() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += static_cast<int64_t>(s.tokens.size());
+    return n;
+  }
+};
+
+struct SeqResult {
+  uint64_t request_id = 0;
+  // One sampled token per requested logit row, in position order.
+  std::vector<int32_t> tokens;
+};
+
+struct StepResult {
+  uint64_t step_id = 0;
+  std::vector<SeqResult> seqs;  // same order as StepPlan::seqs
+  int64_t step_time_ns = 0;     // measured, or predicted by the simulator
+};
+
+}  // namespace paceline
