@@ -8,11 +8,13 @@
 
 namespace paceline {
 
+struct PrefillDelayerSources;  // sched/prefill_delayer_env.h
+
 struct PrefillDelayerConfig {
-  bool enabled = true;                       // --prefill-delayer / ATOM_ENABLE_PREFILL_DELAYER
-  int64_t prefill_decode_interval = 0;       // ATOM_PREFILL_DECODE_INTERVAL
-  std::optional<double> max_queue_ms;        // ATOM_PREFILL_DELAYER_MAX_QUEUE_MS
-  double target_fill = 0.9;                  // clamped to [0.05, 1]
+  bool enabled = true;                  // --prefill-delayer / ATOM_ENABLE_PREFILL_DELAYER
+  int64_t prefill_decode_interval = 0;  // ATOM_PREFILL_DECODE_INTERVAL
+  std::optional<double> max_queue_ms;   // ATOM_PREFILL_DELAYER_MAX_QUEUE_MS
+  double target_fill = 0.9;             // clamped to [0.05, 1]
   int64_t ttft_max_ticks = 200;
   int64_t partial_max_ticks = 100;
   int64_t stall_ticks = 10;
@@ -21,8 +23,15 @@ struct PrefillDelayerConfig {
   int64_t max_num_batched_tokens = 16384;
 
   // Constructed only when enabled and (interval > 0 or a queue limit is set).
-  bool active() const { return enabled && (prefill_decode_interval > 0 || max_queue_ms.has_value()); }
+  bool active() const {
+    return enabled && (prefill_decode_interval > 0 || max_queue_ms.has_value());
+  }
 };
+
+// The effective config: a negative interval, a negative queue limit, a non-finite value or
+// max_num_batched_tokens < 1 throws paceline::Error; tick bounds below 1 become 1; target_fill is
+// clamped to [0.05, 1]. The constructor applies it; so does resolve_prefill_delayer_config.
+PrefillDelayerConfig normalize_prefill_delayer_config(PrefillDelayerConfig config);
 
 // What the scheduler measures before asking.
 struct PrefillDelayerInputs {
@@ -54,6 +63,15 @@ class PrefillDelayer {
   const PrefillDelayerConfig& config() const { return config_; }
   // The one startup line: "PrefillDelayer initialized ..." with the effective values.
   std::string describe() const;
+  // The same with each value's source after it: "interval=4(env)".
+  std::string describe(const PrefillDelayerSources& sources) const;
+
+  // Counters and hold rate on one line: "PrefillDelayer stats decisions=... hold_rate=...".
+  std::string stats_line() const;
+  // stats_line() once every kStatsEveryDecisions decisions, else nothing: call after each pass
+  // and log what it returns.
+  static constexpr int64_t kStatsEveryDecisions = 1000;
+  std::optional<std::string> stats_line_if_due();
 
  private:
   PrefillDelayerConfig config_;
@@ -64,6 +82,11 @@ class PrefillDelayer {
   bool first_ = true;
   int64_t interval_left_ = 0;
   bool ran_ = false;
+  int64_t next_stats_at_ = kStatsEveryDecisions;
+
+  bool fire(int64_t& counter);
+  bool hold();
+  void reset();
 };
 
 }  // namespace paceline
