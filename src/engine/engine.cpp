@@ -89,9 +89,12 @@ void Engine::drain_inbox() {
       if (cb) cb(ev);
     }
   }
+  std::vector<RequestOutput> aborted;
   for (uint64_t id : cancels) {
-    if (auto out = scheduler_->cancel(id)) deliver(*out);
+    if (auto out = scheduler_->cancel(id)) aborted.push_back(std::move(*out));
   }
+  if (!aborted.empty() && metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
+  for (const auto& out : aborted) deliver(out);
 }
 
 void Engine::deliver(const RequestOutput& out) {
@@ -163,8 +166,10 @@ void Engine::loop() {
       }
       continue;
     }
-    for (const auto& out : scheduler_->update(plan, result)) deliver(out);
+    std::vector<RequestOutput> outputs = scheduler_->update(plan, result);
+    // Metrics first, so whoever sees a request finish also sees the gauges after its step.
     if (metrics_) metrics_->on_step(plan, result, scheduler_->stats());
+    for (const auto& out : outputs) deliver(out);
     log_delayer_stats();
   }
   // Stopping: every request still known ends with an abort event.
