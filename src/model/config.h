@@ -9,6 +9,7 @@
 namespace paceline {
 
 enum class ModelArch { kQwen3, kLlama };
+const char* model_arch_name(ModelArch arch);  // "qwen3", "llama": config.json's model_type
 
 // Llama-3.x "llama3" RoPE scaling (rope_type / type == "llama3").
 struct RopeScaling {
@@ -40,6 +41,7 @@ struct ModelConfig {
 
   int64_t q_size() const { return num_attention_heads * head_dim; }
   int64_t kv_size() const { return num_key_value_heads * head_dim; }
+  // Every weight, counting tied embeddings once (the sum over expected_tensors()).
   int64_t num_parameters() const;
   // KV cache bytes per token for all layers at the given element size.
   int64_t kv_bytes_per_token(int64_t element_bytes) const {
@@ -52,5 +54,12 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
 // Accepts a config.json file, a folder holding one, or a shipped name ("tiny", "qwen3-8b"):
 // names resolve to configs/models/<name>.json.
 ModelConfig model_config_load(const std::string& path_or_name);
+// The config file a path or shipped name resolves to, as model_config_load finds it. Shipped
+// names are searched in $PACELINE_HOME/configs/models, ./configs/models, then configs/models in
+// the executable's folder and each folder above it.
+std::filesystem::path model_config_resolve(const std::string& path_or_name);
+// Names of the shipped configs ("llama-3.1-8b", ..., "qwen3-tiny"), sorted; empty when no
+// configs/models folder is found.
+std::vector<std::string> model_config_shipped_names();
 
 }  // namespace paceline

@@ -46,7 +46,8 @@ class Weights {
 // A Hugging Face checkpoint folder (model.safetensors, or shards listed in
 // model.safetensors.index.json) or a single .safetensors file. Validates every expected tensor's
 // presence, dtype and shape against the config; errors name the file and the tensor.
-std::unique_ptr<Weights> load_safetensors_weights(const std::string& path, const ModelConfig& config);
+std::unique_ptr<Weights> load_safetensors_weights(const std::string& path,
+                                                  const ModelConfig& config);
 // Deterministic random weights for any config (vLLM's --load-format dummy): the same config and
 // seed give the same bits on every machine.
 std::unique_ptr<Weights> make_dummy_weights(const ModelConfig& config, uint64_t seed,

@@ -1,0 +1,284 @@
+// Reading a Hugging Face config.json into ModelConfig. Every field is checked for type and
+// range, and an error names the file and the field, so a bad config never reaches a kernel.
+#include "model/config.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace paceline {
+namespace {
+
+using nlohmann::json;
+
+// Caps far above any real model that keep every product in num_parameters() within int64.
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxWidth = int64_t{1} << 20;  // hidden_size, intermediate_size
+constexpr int64_t kMaxCount = int64_t{1} << 12;  // layers, heads, head_dim
+constexpr int64_t kMaxPositions = int64_t{1} << 30;
+
+// A short rendering of a JSON value for error messages (hostile files can hold huge values).
+std::string brief(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+// Looks fields up in one JSON object; `prefix` is how error messages name the object
+// ("" for the top level, "rope_scaling." inside it).
+class Fields {
+ public:
+  Fields(const json& object, const std::string& where, std::string prefix = "")
+      : object_(object), where_(where), prefix_(std::move(prefix)) {}
+
+  // The field, or nullptr when absent or null (Hugging Face writes null for "not set").
+  const json* find(const char* field) const {
+    auto it = object_.find(field);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  [[noreturn]] void bad(const char* field, const char* expected, const json& value) const {
+    fail("{}: field '{}{}' must be {}, got {}", where_, prefix_, field, expected, brief(value));
+  }
+
+  std::optional<int64_t> integer(const char* field) const {
+    const json* value = find(field);
+    if (!value) return std::nullopt;
+    if (value->is_number_unsigned()) {
+      if (value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        bad(field, "an integer that fits in 64 bits", *value);
+      }
+      return static_cast<int64_t>(value->get<uint64_t>());
+    }
+    if (value->is_number_integer()) return value->get<int64_t>();
+    if (value->is_number_float()) {  // some exporters write 4096.0
+      double d = value->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 0x1p62) {
+        return static_cast<int64_t>(d);
+      }
+    }
+    bad(field, "an integer", *value);
+  }
+
+  // A size in [1, max]; `fallback` when absent, or an error naming the field when required.
+  int64_t size(const char* field, int64_t max, std::optional<int64_t> fallback) const {
+    std::optional<int64_t> value = integer(field);
+    if (!value) {
+      if (!fallback) fail("{}: field '{}{}' is missing", where_, prefix_, field);
+      return *fallback;
+    }
+    if (*value < 1 || *value > max) {
+      fail("{}: field '{}{}' must be between 1 and {}, got {}", where_, prefix_, field, max,
+           *value);
+    }
+    return *value;
+  }
+
+  // A finite number > 0, or `fallback` when absent.
+  double positive(const char* field, double fallback) const {
+    const json* value = find(field);
+    if (!value) return fallback;
+    if (!value->is_number()) bad(field, "a number", *value);
+    double d = value->get<double>();
+    if (!std::isfinite(d) || d <= 0) bad(field, "a positive number", *value);
+    return d;
+  }
+
+  bool boolean(const char* field, bool fallback) const {
+    const json* value = find(field);
+    if (!value) return fallback;
+    if (!value->is_boolean()) bad(field, "true or false", *value);
+    return value->get<bool>();
+  }
+
+  std::optional<std::string> string(const char* field) const {
+    const json* value = find(field);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) bad(field, "a string", *value);
+    return value->get<std::string>();
+  }
+
+  const std::string& where() const { return where_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  const json& object_;
+  const std::string& where_;
+  std::string prefix_;
+};
+
+ModelArch parse_arch(const Fields& f) {
+  if (std::optional<std::string> type = f.string("model_type")) {
+    if (*type == "qwen3") return ModelArch::kQwen3;
+    if (*type == "llama") return ModelArch::kLlama;
+    fail("{}: model_type '{}' is not supported (supported: qwen3, llama)", f.where(), *type);
+  }
+  if (const json* archs = f.find("architectures")) {
+    if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
+      f.bad("architectures", "a list of class names", *archs);
+    }
+    std::string arch = (*archs)[0].get<std::string>();
+    if (arch == "Qwen3ForCausalLM") return ModelArch::kQwen3;
+    if (arch == "LlamaForCausalLM") return ModelArch::kLlama;
+    fail("{}: architecture '{}' is not supported (supported: Qwen3ForCausalLM, LlamaForCausalLM)",
+         f.where(), arch);
+  }
+  fail("{}: neither model_type nor architectures says which model this is", f.where());
+}
+
+// One RoPE description, in either the legacy rope_scaling object or transformers 5.x's
+// rope_parameters. Returns the scaling (none for "default") and, in `theta`, the object's
+// rope_theta when it has one.
+std::optional<RopeScaling> parse_rope(const Fields& f, double* theta) {
+  if (f.find("rope_theta")) *theta = f.positive("rope_theta", *theta);
+  std::string type = f.string("rope_type").value_or(f.string("type").value_or("default"));
+  if (type == "default") return std::nullopt;
+  if (type != "llama3") {
+    fail(
+        "{}: field '{}rope_type' is '{}', which paceline does not support (supported: default, "
+        "llama3)",
+        f.where(), f.prefix(), type);
+  }
+  if (!f.find("factor")) fail("{}: field '{}factor' is missing", f.where(), f.prefix());
+  RopeScaling s;
+  s.factor = f.positive("factor", s.factor);
+  s.low_freq_factor = f.positive("low_freq_factor", s.low_freq_factor);
+  s.high_freq_factor = f.positive("high_freq_factor", s.high_freq_factor);
+  s.original_max_position_embeddings =
+      f.size("original_max_position_embeddings", kMaxPositions, s.original_max_position_embeddings);
+  if (s.high_freq_factor <= s.low_freq_factor) {
+    fail("{}: field '{}high_freq_factor' ({}) must be greater than low_freq_factor ({})", f.where(),
+         f.prefix(), s.high_freq_factor, s.low_freq_factor);
+  }
+  return s;
+}
+
+void parse_rope_fields(const Fields& f, ModelConfig& c) {
+  c.rope_theta = f.positive("rope_theta", c.rope_theta);
+  if (const json* params = f.find("rope_parameters")) {  // transformers >= 5 replaces the others
+    if (!params->is_object()) f.bad("rope_parameters", "an object", *params);
+    c.rope_scaling = parse_rope(Fields(*params, f.where(), "rope_parameters."), &c.rope_theta);
+    return;
+  }
+  if (const json* scaling = f.find("rope_scaling")) {
+    if (!scaling->is_object()) f.bad("rope_scaling", "an object or null", *scaling);
+    double ignored_theta = c.rope_theta;
+    c.rope_scaling = parse_rope(Fields(*scaling, f.where(), "rope_scaling."), &ignored_theta);
+  }
+}
+
+std::vector<int64_t> parse_token_ids(const Fields& f, const char* field, int64_t vocab) {
+  std::vector<int64_t> ids;
+  const json* value = f.find(field);
+  if (!value) return ids;
+  auto check = [&](const json& id) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
+      fail("{}: field '{}' must hold token ids in [0, vocab_size={}), got {}", f.where(), field,
+           vocab, brief(*value));
+    }
+    ids.push_back(id.get<int64_t>());
+  };
+  if (value->is_array()) {
+    for (const json& id : *value) check(id);
+  } else {
+    check(*value);
+  }
+  return ids;
+}
+
+// Features of these model families that paceline's layers do not implement: refuse them here
+// rather than compute something else.
+void reject_unsupported(const Fields& f) {
+  if (f.boolean("attention_bias", false)) {
+    fail("{}: attention_bias true is not supported (q/k/v/o projections have no bias)", f.where());
+  }
+  if (f.boolean("mlp_bias", false)) {
+    fail("{}: mlp_bias true is not supported (MLP projections have no bias)", f.where());
+  }
+  if (f.boolean("use_sliding_window", false)) {
+    fail("{}: use_sliding_window true is not supported (full attention only)", f.where());
+  }
+  std::string act = f.string("hidden_act").value_or("silu");
+  if (act != "silu") fail("{}: hidden_act '{}' is not supported (silu only)", f.where(), act);
+  if (f.find("quantization_config")) {
+    fail("{}: quantization_config is set; quantized checkpoints are not supported", f.where());
+  }
+}
+
+void validate(const ModelConfig& c, const std::string& where) {
+  if (c.num_attention_heads % c.num_key_value_heads != 0) {
+    fail("{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", where,
+         c.num_attention_heads, c.num_key_value_heads);
+  }
+  if (c.head_dim % 2 != 0) fail("{}: head_dim ({}) must be even for RoPE", where, c.head_dim);
+}
+
+}  // namespace
+
+const char* model_arch_name(ModelArch arch) {
+  return arch == ModelArch::kQwen3 ? "qwen3" : "llama";
+}
+
+ModelConfig model_config_from_json(const std::string& json_text, const std::string& where) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", where, e.what());
+  }
+  if (!root.is_object()) fail("{}: expected a JSON object, got {}", where, brief(root));
+  Fields f(root, where);
+
+  ModelConfig c;
+  c.arch = parse_arch(f);
+  c.qk_norm = c.arch == ModelArch::kQwen3;
+  reject_unsupported(f);
+  c.vocab_size = f.size("vocab_size", kMaxVocab, std::nullopt);
+  c.hidden_size = f.size("hidden_size", kMaxWidth, std::nullopt);
+  c.intermediate_size = f.size("intermediate_size", kMaxWidth, std::nullopt);
+  c.num_hidden_layers = f.size("num_hidden_layers", kMaxCount, std::nullopt);
+  c.num_attention_heads = f.size("num_attention_heads", kMaxCount, std::nullopt);
+  c.num_key_value_heads =
+      f.size("num_key_value_heads", c.num_attention_heads, c.num_attention_heads);
+  if (!f.find("head_dim") && c.hidden_size % c.num_attention_heads != 0) {
+    fail(
+        "{}: head_dim is missing and hidden_size ({}) is not a multiple of num_attention_heads "
+        "({})",
+        where, c.hidden_size, c.num_attention_heads);
+  }
+  c.head_dim = f.size("head_dim", kMaxCount, c.hidden_size / c.num_attention_heads);
+  // Absent max_position_embeddings: the transformers defaults of each config class.
+  c.max_position_embeddings =
+      f.size("max_position_embeddings", kMaxPositions, c.arch == ModelArch::kQwen3 ? 32768 : 2048);
+  c.rms_norm_eps = f.positive("rms_norm_eps", c.rms_norm_eps);
+  parse_rope_fields(f, c);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+  c.eos_token_ids = parse_token_ids(f, "eos_token_id", c.vocab_size);
+  std::vector<int64_t> bos = parse_token_ids(f, "bos_token_id", c.vocab_size);
+  if (bos.size() > 1) f.bad("bos_token_id", "a single token id", *f.find("bos_token_id"));
+  if (!bos.empty()) c.bos_token_id = bos[0];
+  // transformers 5.x writes "dtype"; older versions "torch_dtype".
+  const char* dtype_field = f.find("dtype") ? "dtype" : "torch_dtype";
+  c.torch_dtype = f.string(dtype_field).value_or(c.torch_dtype);
+  if (c.torch_dtype != "bfloat16" && c.torch_dtype != "float16" && c.torch_dtype != "float32") {
+    fail("{}: field '{}' is '{}'; supported: bfloat16, float16, float32", where, dtype_field,
+         c.torch_dtype);
+  }
+  validate(c, where);
+  return c;
+}
+
+int64_t ModelConfig::num_parameters() const {
+  const int64_t embedding = vocab_size * hidden_size;
+  const int64_t attention = hidden_size * q_size() + 2 * hidden_size * kv_size() +
+                            q_size() * hidden_size + (qk_norm ? 2 * head_dim : 0);
+  const int64_t mlp = 3 * hidden_size * intermediate_size;
+  const int64_t norms = 2 * hidden_size;
+  return embedding * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * (attention + mlp + norms) +
+         hidden_size;
+}
+
+}  // namespace paceline
