@@ -1,6 +1,5 @@
 // Finding a config: a path, a folder, or a shipped name under configs/models/.
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "base/resources.h"
 #include "model/config.h"
 
 namespace paceline {
@@ -15,24 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Where shipped configs may live, most specific first: an explicit PACELINE_HOME, the current
-// folder (running from the repository root), then next to the binary and each folder above it
-// (running build/paceline or build/tests from anywhere).
+// Where shipped configs may live: configs/models under each resource root (base/resources.h).
 std::vector<fs::path> shipped_config_dirs() {
   std::vector<fs::path> dirs;
-  if (const char* home = std::getenv("PACELINE_HOME"); home != nullptr && *home != '\0') {
-    dirs.push_back(fs::path(home) / "configs" / "models");
-  }
-  std::error_code ec;
-  fs::path cwd = fs::current_path(ec);
-  if (!ec) dirs.push_back(cwd / "configs" / "models");
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-      dirs.push_back(dir / "configs" / "models");
-      if (dir == dir.parent_path()) break;
-    }
-  }
+  for (const fs::path& root : resource_roots()) dirs.push_back(root / "configs" / "models");
   return dirs;
 }
 
