@@ -1,0 +1,27 @@
+#pragma once
+// The reference Executor: runs a StepPlan through CpuModel and samples one token per requested
+// logit row. Slow, exact, and the yardstick the CUDA executor is checked against.
+#include <cstdint>
+
+#include "exec/cpu/cpu_model.h"
+#include "exec/executor.h"
+
+namespace paceline {
+
+class CpuExecutor final : public Executor {
+ public:
+  CpuExecutor(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
+              int num_threads);
+
+  // step_time_ns covers the forward and the sampling, on the steady clock. The token drawn from
+  // the logits of the token at absolute position p uses p as its sampling position.
+  StepResult execute(const StepPlan& plan) override;
+  KvCacheShape kv_cache_shape() const override { return model_.kv_cache_shape(); }
+
+  CpuModel& model() { return model_; }
+
+ private:
+  CpuModel model_;
+};
+
+}  // namespace paceline
