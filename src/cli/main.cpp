@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "cli/generate.h"
+#include "cli/serve.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"paceline: LLM serving engine, AgentX benchmark and simulator"};
@@ -23,10 +24,15 @@ int main(int argc, char** argv) {
       "demo", "the main job on the embedded default: the tiny model on the CPU answers a prompt");
   paceline::add_generate_options(*demo_cmd, demo);
 
+  paceline::ServeOptions serve;
+  auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible server");
+  paceline::add_serve_options(*serve_cmd, serve);
+
   CLI11_PARSE(app, argc, argv);
   paceline::log_init(log_level);
   try {
     if (gen_cmd->parsed()) return paceline::run_generate(generate);
+    if (serve_cmd->parsed()) return paceline::run_serve(serve);
     if (demo_cmd->parsed()) {
       std::printf("paceline %s demo: qwen3-tiny (dummy weights, so the words are random) on the "
                   "CPU, real Qwen3 tokenizer and chat template\n",

@@ -6,14 +6,16 @@
 namespace paceline {
 
 Engine::Engine(SchedulerConfig config, std::unique_ptr<Executor> executor, const Clock& clock,
-               MetricsRegistry* metrics)
+               MetricsRegistry* metrics, const PrefillDelayerSources* delayer_sources)
     : config_(std::move(config)), executor_(std::move(executor)), clock_(clock) {
   const KvCacheShape kv = executor_->kv_cache_shape();
   config_.num_kv_blocks = kv.num_blocks;
   config_.block_size = kv.block_size;
   scheduler_ = std::make_unique<Scheduler>(config_, clock_);
   if (metrics) metrics_ = std::make_unique<EngineMetrics>(*metrics);
-  if (auto* d = scheduler_->delayer()) spdlog::info("{}", d->describe());
+  if (auto* d = scheduler_->delayer()) {
+    spdlog::info("{}", delayer_sources ? d->describe(*delayer_sources) : d->describe());
+  }
 }
 
 Engine::~Engine() { stop(); }
@@ -130,12 +132,7 @@ void Engine::deliver(const RequestOutput& out) {
 void Engine::log_delayer_stats() {
   auto* d = scheduler_->delayer();
   if (!d) return;
-  const auto& c = d->counters();
-  if (c.decisions - last_logged_decisions_ >= 1000) {
-    last_logged_decisions_ = c.decisions;
-    spdlog::info("PrefillDelayer stats: decisions={} hold={} hold_rate={:.3f}", c.decisions,
-                 c.hold, c.hold_rate());
-  }
+  if (auto line = d->stats_line_if_due()) spdlog::info("{}", *line);
 }
 
 void Engine::loop() {

@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "engine/engine_metrics.h"
 #include "exec/executor.h"
+#include "sched/prefill_delayer_env.h"
 #include "sched/scheduler.h"
 
 namespace paceline {
@@ -40,8 +41,10 @@ using TokenCallback = std::function<void(const TokenEvent&)>;
 class Engine {
  public:
   // The executor's KV shape decides the scheduler's block count and size.
+  // `delayer_sources` (where each delayer knob came from) only enriches the startup log line.
   Engine(SchedulerConfig config, std::unique_ptr<Executor> executor, const Clock& clock,
-         MetricsRegistry* metrics = nullptr);
+         MetricsRegistry* metrics = nullptr,
+         const PrefillDelayerSources* delayer_sources = nullptr);
   ~Engine();  // stops the loop; unfinished requests get an "abort" event
 
   void start();
@@ -81,7 +84,6 @@ class Engine {
   uint64_t next_id_ = 1;
   bool stopping_ = false;
   std::thread thread_;
-  int64_t last_logged_decisions_ = 0;
 };
 
 }  // namespace paceline

@@ -1,0 +1,38 @@
+#pragma once
+// The engine flags shared by serve and sim (vLLM's spellings, ATOM's delayer env vars).
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "sched/prefill_delayer_env.h"
+#include "sched/scheduler_config.h"
+
+namespace paceline {
+
+struct EngineOptions {
+  std::optional<int64_t> max_model_len;  // default: the model's max_position_embeddings
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 16384;
+  bool enable_prefix_caching = true;
+  std::string schedule = "separate";
+  int64_t long_prefill_token_threshold = 0;
+  std::string cudagraph_capture_sizes;  // empty: the default list
+  int32_t speculative_tokens = 0;
+  std::optional<double> spec_acceptance_length;
+  std::optional<double> spec_acceptance_rate;
+  PrefillDelayerFlags delayer;
+};
+
+void add_engine_options(CLI::App& cmd, EngineOptions& options);
+
+struct ResolvedEngineConfig {
+  SchedulerConfig scheduler;
+  PrefillDelayerSources delayer_sources;
+};
+
+// Flags + environment → a validated scheduler config (num_kv_blocks and block_size are filled
+// by the engine from its executor). Throws paceline::Error naming the flag.
+ResolvedEngineConfig resolve_engine_options(const EngineOptions& options, int64_t model_max_len,
+                                            uint64_t seed);
+
+}  // namespace paceline

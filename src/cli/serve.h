@@ -1,0 +1,26 @@
+#pragma once
+// `paceline serve`: the OpenAI-compatible server.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/engine_options.h"
+#include "cli/model_options.h"
+
+namespace paceline {
+
+struct ServeOptions {
+  ModelOptions model;
+  EngineOptions engine;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string served_model_name;  // default: the model config's name
+  std::string api_key;            // also $PACELINE_API_KEY
+  int64_t max_waiting = 4096;
+  double shutdown_timeout = 30.0;  // seconds to drain in-flight requests on SIGTERM
+  std::string max_body = "32M";
+};
+
+void add_serve_options(CLI::App& cmd, ServeOptions& options);
+int run_serve(const ServeOptions& options);
+
+}  // namespace paceline
