@@ -1,0 +1,257 @@
+// `paceline serve --model tiny` started as a user would, spoken to over HTTP.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "server_process.h"
+
+namespace paceline::testing {
+namespace {
+
+using nlohmann::json;
+
+double metric(int port, const std::string& name) {
+  HttpReply r = http(port, "GET", "/metrics");
+  std::string key = "paceline:" + name + " ";
+  size_t at = r.body.find("\n" + key);
+  if (at == std::string::npos) return -1;
+  return std::stod(r.body.substr(at + 1 + key.size()));
+}
+
+std::string chat_body(const std::string& content, int max_tokens, bool stream) {
+  json body = {{"model", "qwen3-tiny"},
+               {"messages", json::array({{{"role", "user"}, {"content", content}}})},
+               {"max_tokens", max_tokens},
+               {"temperature", 0},
+               {"stream", stream}};
+  if (stream) body["stream_options"] = {{"include_usage", true}};
+  return body.dump();
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({"--max-body", "64K", "--max-num-seqs", "8", "--max-model-len",
+                                 "2048"});
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static int port() { return server_->port(); }
+  static ServerProcess* server_;
+};
+ServerProcess* Serve::server_ = nullptr;
+
+TEST_F(Serve, NonStreamingChatAnswersWithUsage) {
+  HttpReply r = http(port(), "POST", "/v1/chat/completions", chat_body("Hello there", 6, false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "qwen3-tiny");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(j["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(j["usage"]["total_tokens"],
+            j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+}
+
+TEST_F(Serve, StreamingChatSendsRoleDeltasFinishUsageAndDone) {
+  HttpReply r = http(port(), "POST", "/v1/chat/completions", chat_body("Stream please", 5, true));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.headers["content-type"].find("text/event-stream"), std::string::npos);
+  std::vector<std::string> events = sse_payloads(r.body);
+  ASSERT_GE(events.size(), 4u) << r.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  json first = json::parse(events.front());
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 5);
+  json fin = json::parse(events[events.size() - 3]);
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+  // Streamed text equals the non-streaming answer to the same greedy request.
+  std::string streamed;
+  for (size_t i = 1; i + 3 < events.size() + 1 && i < events.size() - 2; ++i) {
+    json e = json::parse(events[i]);
+    if (!e["choices"].empty() && e["choices"][0]["delta"].contains("content")) {
+      streamed += e["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  HttpReply once = http(port(), "POST", "/v1/chat/completions", chat_body("Stream please", 5, false));
+  EXPECT_EQ(streamed, json::parse(once.body)["choices"][0]["message"]["content"].get<std::string>());
+}
+
+TEST_F(Serve, RepeatedPromptReportsCachedTokens) {
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += "word" + std::to_string(i) + " ";
+  HttpReply a = http(port(), "POST", "/v1/chat/completions", chat_body(long_text, 2, false));
+  HttpReply b = http(port(), "POST", "/v1/chat/completions", chat_body(long_text, 2, false));
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(json::parse(a.body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_GT(json::parse(b.body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+}
+
+TEST_F(Serve, CompletionsTakeTextAndTokenIds) {
+  HttpReply a = http(port(), "POST", "/v1/completions",
+                     R"({"prompt":"def main():","max_tokens":3,"temperature":0})");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(json::parse(a.body)["object"], "text_completion");
+  HttpReply b = http(port(), "POST", "/v1/completions",
+                     R"({"prompt":[1,2,3,4,5],"max_tokens":2,"ignore_eos":true})");
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(json::parse(b.body)["usage"]["prompt_tokens"], 5);
+}
+
+TEST_F(Serve, ModelsHealthVersionMetrics) {
+  EXPECT_EQ(http(port(), "GET", "/health").status, 200);
+  HttpReply m = http(port(), "GET", "/v1/models");
+  EXPECT_EQ(json::parse(m.body)["data"][0]["id"], "qwen3-tiny");
+  EXPECT_TRUE(json::parse(http(port(), "GET", "/version").body).contains("version"));
+  HttpReply metrics = http(port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("paceline:num_requests_running"), std::string::npos);
+  EXPECT_NE(metrics.body.find("paceline:kv_cache_usage_perc"), std::string::npos);
+}
+
+void expect_error(const HttpReply& r, int status, const std::string& what) {
+  EXPECT_EQ(r.status, status) << what << ": " << r.body;
+  if (r.status == status) {
+    json j = json::parse(r.body, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << what << ": " << r.body;
+    EXPECT_TRUE(j["error"]["message"].is_string()) << what;
+    EXPECT_TRUE(j["error"].contains("type")) << what;
+    EXPECT_TRUE(j["error"].contains("param")) << what;
+    EXPECT_TRUE(j["error"].contains("code")) << what;
+  }
+}
+
+TEST_F(Serve, ErrorsHaveOpenAiShapeAndStatus) {
+  const std::string path = "/v1/chat/completions";
+  expect_error(http(port(), "GET", "/nope"), 404, "unknown route");
+  expect_error(http(port(), "POST", path,
+                    R"({"model":"gpt-9","messages":[{"role":"user","content":"x"}]})"),
+               404, "unknown model");
+  expect_error(http(port(), "POST", path, std::string(70000, 'x')), 413, "body over the limit");
+  std::string big(3000, 'a');
+  for (size_t i = 0; i < big.size(); i += 2) big[i] = ' ';
+  HttpReply ctx = http(port(), "POST", path, chat_body(big, 2000, false));
+  expect_error(ctx, 400, "context length");
+  EXPECT_NE(ctx.body.find("maximum context length"), std::string::npos) << ctx.body;
+}
+
+TEST_F(Serve, MalformedRequestsGetTheRightStatusAndTheServerStaysUp) {
+  const std::string chat = "/v1/chat/completions";
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  struct Case {
+    std::string path, body;
+    int status;
+  };
+  std::vector<Case> cases = {
+      {chat, "{", 400},
+      {chat, "not json", 400},
+      {chat, "[]", 400},
+      {chat, "{}", 400},
+      {chat, R"({"messages":"hi"})", 400},
+      {chat, R"({"messages":[]})", 400},
+      {chat, R"({"messages":[{"role":"wizard","content":"hi"}]})", 400},
+      {chat, R"({"messages":[{"content":"hi"}]})", 400},
+      {chat, "{" + msgs + R"(,"max_tokens":-1})", 400},
+      {chat, "{" + msgs + R"(,"max_tokens":0})", 400},
+      {chat, "{" + msgs + R"(,"max_tokens":"ten"})", 400},
+      {chat, "{" + msgs + R"(,"max_tokens":1e30})", 400},
+      {chat, "{" + msgs + R"(,"temperature":3})", 400},
+      {chat, "{" + msgs + R"(,"temperature":"hot"})", 400},
+      {chat, "{" + msgs + R"(,"top_p":0})", 400},
+      {chat, "{" + msgs + R"(,"top_k":-5})", 400},
+      {chat, "{" + msgs + R"(,"n":2})", 400},
+      {chat, "{" + msgs + R"(,"stop":5})", 400},
+      {chat, "{" + msgs + R"(,"stream":"yes"})", 400},
+      {chat, "{" + msgs + R"(,"min_tokens":9,"max_tokens":3})", 400},
+      {chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", 400},
+      {chat, "{" + msgs, 400},
+      {"/v1/completions", R"({"prompt":{"a":1}})", 400},
+      {"/v1/completions", R"({"prompt":[1,2,99999999999]})", 400},
+      {"/v1/completions", R"({"prompt":[1,2,999999]})", 400},
+      {"/v1/completions", R"({"prompt":"x","max_tokens":-3})", 400},
+  };
+  for (const auto& c : cases) expect_error(http(port(), "POST", c.path, c.body), c.status, c.body);
+  // Wrong content type.
+  expect_error(http(port(), "POST", chat, "{" + msgs + "}", {{"Content-Type", "text/plain"}}), 400,
+               "content type");
+  // A truncated body: Content-Length promises more than arrives, then the client half-closes.
+  HttpReply trunc = raw_exchange(port(), "POST " + chat +
+                                             " HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                             "application/json\r\nContent-Length: 100\r\n\r\n{\"mess");
+  EXPECT_NE(trunc.status, 200);
+  // A malformed request line.
+  EXPECT_EQ(raw_exchange(port(), "HELLO\r\n\r\n").status, 400);
+  // Still serving.
+  EXPECT_EQ(http(port(), "GET", "/health").status, 200);
+  EXPECT_EQ(http(port(), "POST", chat, chat_body("still there?", 2, false)).status, 200);
+}
+
+TEST_F(Serve, ClientDisconnectMidStreamFreesTheRequestAndItsKv) {
+  json body = json::parse(chat_body("a long answer please", 100000 > 1000 ? 1500 : 1, true));
+  body["ignore_eos"] = true;
+  std::string payload = body.dump();
+  int fd = connect_to(port());
+  ASSERT_GE(fd, 0);
+  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload);
+  char buf[4096];
+  ASSERT_GT(::recv(fd, buf, sizeof(buf), 0), 0);  // the stream has started
+  EXPECT_GE(metric(port(), "num_requests_running"), 1);
+  ::close(fd);
+  bool idle = false;
+  for (int i = 0; i < 200 && !idle; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    idle = metric(port(), "num_requests_running") == 0 && metric(port(), "kv_cache_usage_perc") == 0;
+  }
+  EXPECT_TRUE(idle) << "running " << metric(port(), "num_requests_running") << " kv "
+                    << metric(port(), "kv_cache_usage_perc");
+}
+
+TEST(ServeAuth, WrongApiKeyIs401AndRightKeyServes) {
+  ServerProcess server({"--api-key", "sekret"});
+  std::string body = chat_body("hi", 1, false);
+  expect_error(http(server.port(), "POST", "/v1/chat/completions", body), 401, "no key");
+  expect_error(http(server.port(), "POST", "/v1/chat/completions", body,
+                    {{"Content-Type", "application/json"}, {"Authorization", "Bearer nope"}}),
+               401, "wrong key");
+  EXPECT_EQ(http(server.port(), "POST", "/v1/chat/completions", body,
+                 {{"Content-Type", "application/json"}, {"Authorization", "Bearer sekret"}})
+                .status,
+            200);
+}
+
+TEST(ServeQueue, FullQueueIs503WithRetryAfter) {
+  ServerProcess server({"--max-num-seqs", "1", "--max-waiting", "0"});
+  json body = json::parse(chat_body("keep going", 3000, true));
+  body["ignore_eos"] = true;
+  std::string payload = body.dump();
+  int fd = connect_to(server.port());
+  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload);
+  char buf[4096];
+  ASSERT_GT(::recv(fd, buf, sizeof(buf), 0), 0);
+  HttpReply r = http(server.port(), "POST", "/v1/chat/completions", chat_body("me too", 1, false));
+  expect_error(r, 503, "queue full");
+  EXPECT_FALSE(r.headers["retry-after"].empty());
+  ::close(fd);
+}
+
+TEST(ServeShutdown, SigtermDrainsAndExitsZero) {
+  ServerProcess server({});
+  std::thread client([&] {
+    HttpReply r = http(server.port(), "POST", "/v1/chat/completions", chat_body("finish me", 20, false));
+    EXPECT_EQ(r.status, 200) << r.body;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server.terminate(), 0);
+  client.join();
+}
+
+}  // namespace
+}  // namespace paceline::testing
