@@ -183,7 +183,8 @@ TEST_F(Serve, MalformedRequestsGetTheRightStatusAndTheServerStaysUp) {
   // A truncated body: Content-Length promises more than arrives, then the client half-closes.
   HttpReply trunc = raw_exchange(port(), "POST " + chat +
                                              " HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                             "application/json\r\nContent-Length: 100\r\n\r\n{\"mess");
+                                             "application/json\r\nContent-Length: 100\r\n\r\n{\"mess",
+                                 /*half_close=*/true);
   EXPECT_NE(trunc.status, 200);
   // A malformed request line.
   EXPECT_EQ(raw_exchange(port(), "HELLO\r\n\r\n").status, 400);

@@ -87,11 +87,12 @@ inline HttpReply parse_reply(const std::string& raw) {
 }
 
 // Sends raw bytes and reads until the server closes the connection.
-inline HttpReply raw_exchange(int port, const std::string& bytes) {
+// With half_close the client signals it sends nothing more (the server takes that as gone).
+inline HttpReply raw_exchange(int port, const std::string& bytes, bool half_close = false) {
   int fd = connect_to(port);
   if (fd < 0) return {};
   send_all(fd, bytes);
-  ::shutdown(fd, SHUT_WR);  // nothing more is coming: a server waiting for more sees the end
+  if (half_close) ::shutdown(fd, SHUT_WR);
   std::string raw;
   char buf[65536];
   for (;;) {
