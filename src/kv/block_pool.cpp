@@ -1,0 +1,78 @@
+#include "kv/block_pool.h"
+
+#include "base/error.h"
+
+namespace paceline {
+
+BlockPool::BlockPool(int64_t num_blocks, int64_t block_size) : block_size_(block_size) {
+  if (num_blocks < 1) fail("KV cache needs at least one block (got {})", num_blocks);
+  if (block_size < 1) fail("block size must be at least 1 (got {})", block_size);
+  const auto n = static_cast<size_t>(num_blocks);
+  ref_.assign(n, 0);
+  hash_.assign(n, 0);
+  hashed_.assign(n, 0);
+  prev_.assign(n + 1, 0);
+  next_.assign(n + 1, 0);
+  prev_[n] = next_[n] = sentinel();
+  for (int32_t b = 0; b < sentinel(); ++b) link_before(b, sentinel());
+}
+
+int32_t BlockPool::allocate() {
+  const int32_t block = next_[sentinel()];
+  if (block == sentinel()) fail("KV block pool exhausted: allocate() with no free block");
+  unlink(block);
+  if (hashed_[block]) {
+    cache_.erase(hash_[block], block);
+    hashed_[block] = 0;
+  }
+  ref_[block] = 1;
+  return block;
+}
+
+void BlockPool::acquire(int32_t block) {
+  if (ref_.at(block) == 0) unlink(block);
+  ++ref_[block];
+}
+
+void BlockPool::release(int32_t block) {
+  if (ref_.at(block) <= 0) fail("KV block {} released more often than acquired", block);
+  if (--ref_[block] > 0) return;
+  // Unhashed blocks go to the head: nothing is lost by reusing them first.
+  link_before(block, hashed_[block] ? sentinel() : next_[sentinel()]);
+}
+
+bool BlockPool::publish(int32_t block, uint64_t hash) {
+  if (hashed_.at(block)) return false;
+  if (!cache_.insert(hash, block)) return false;
+  hash_[block] = hash;
+  hashed_[block] = 1;
+  return true;
+}
+
+std::optional<uint64_t> BlockPool::hash_of(int32_t block) const {
+  if (!hashed_.at(block)) return std::nullopt;
+  return hash_[block];
+}
+
+std::vector<int32_t> BlockPool::free_queue() const {
+  std::vector<int32_t> out;
+  for (int32_t b = next_[sentinel()]; b != sentinel(); b = next_[b]) out.push_back(b);
+  return out;
+}
+
+void BlockPool::unlink(int32_t block) {
+  next_[prev_[block]] = next_[block];
+  prev_[next_[block]] = prev_[block];
+  --num_free_;
+}
+
+void BlockPool::link_before(int32_t block, int32_t next) {
+  const int32_t prev = prev_[next];
+  prev_[block] = prev;
+  next_[block] = next;
+  next_[prev] = block;
+  prev_[next] = block;
+  ++num_free_;
+}
+
+}  // namespace paceline

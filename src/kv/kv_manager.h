@@ -1,0 +1,84 @@
+#pragma once
+// The KV manager: what the scheduler asks of the KV cache. It hands each sequence the blocks its
+// tokens need, finds the longest cached prefix of a new sequence, publishes blocks once they are
+// full of computed tokens, and takes everything back on free.
+//
+// The last block is never a hit: a prefix hit covers at most the full blocks before the one that
+// holds the sequence's last token, so a prefill always computes at least one token (it needs the
+// last token's logits). When a block-aligned prompt is cached in full, its whole last block is
+// recomputed (up to block_size tokens) rather than copying the block to recompute one token; vLLM
+// behaves the same, since its hits are whole blocks too.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
+
+namespace paceline {
+
+struct KvConfig {
+  int64_t num_blocks = 0;
+  int64_t block_size = 16;
+  bool enable_prefix_caching = true;
+};
+
+// Cached blocks found for a sequence's prefix: not yet taken; allocate_for takes them.
+struct PrefixHit {
+  std::vector<int32_t> blocks;
+  int64_t num_tokens = 0;        // blocks.size() * block_size
+  int64_t num_query_tokens = 0;  // length of the sequence that was probed
+};
+
+// Totals for metrics, in tokens, counted once per admission (not per probe).
+struct KvStats {
+  int64_t prefix_queries = 0;  // tokens of admitted sequences that probed the cache
+  int64_t prefix_hits = 0;     // of those, tokens served from the cache
+};
+
+class KvManager {
+ public:
+  explicit KvManager(const KvConfig& config);  // throws paceline::Error on a bad config
+
+  const KvConfig& config() const { return config_; }
+  int64_t block_size() const { return config_.block_size; }
+  int64_t num_blocks() const { return pool_.num_blocks(); }
+  int64_t num_free_blocks() const { return pool_.num_free(); }
+  // Used blocks / total blocks; cached-but-free blocks count as free.
+  double usage() const;
+  const KvStats& stats() const { return stats_; }
+  const BlockPool& pool() const { return pool_; }
+
+  // The longest run of cached full blocks at the start of `tokens`, excluding the block that holds
+  // the last token. Empty when caching is off or `seq` already has blocks. Extends seq.hashes.
+  PrefixHit find_cached_prefix(BlockTable& seq, std::span<const int32_t> tokens);
+
+  // How many free blocks covering positions [0, num_tokens) would take: fresh blocks, plus hit
+  // blocks that are free now (a hit on a free block takes it out of the free queue).
+  int64_t free_blocks_needed(const BlockTable& seq, int64_t num_tokens,
+                             const PrefixHit& hit = {}) const;
+  // Whether allocate_for would succeed now.
+  bool can_allocate(const BlockTable& seq, int64_t num_tokens, const PrefixHit& hit = {}) const;
+  // Grows `seq` to cover positions [0, num_tokens): first the hit's blocks (only when `seq` is
+  // empty), then fresh ones. All or nothing: false leaves everything unchanged.
+  [[nodiscard]] bool allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHit& hit = {});
+  // Publishes the blocks of `seq` that are now full of computed tokens: positions
+  // [0, num_computed_tokens) hold KV for tokens[0, num_computed_tokens).
+  void cache_computed_blocks(BlockTable& seq, std::span<const int32_t> tokens,
+                             int64_t num_computed_tokens);
+  // Releases every block of `seq`, last block first, so that a sequence's tail is evicted before
+  // the prefix it shares with others. Keeps seq.hashes.
+  void free(BlockTable& seq);
+
+ private:
+  int64_t num_new_blocks(const BlockTable& seq, int64_t num_tokens, const PrefixHit& hit) const;
+  int64_t blocks_for(int64_t num_tokens) const {
+    return (num_tokens + config_.block_size - 1) / config_.block_size;
+  }
+
+  KvConfig config_;
+  BlockPool pool_;
+  KvStats stats_;
+};
+
+}  // namespace paceline

@@ -1,0 +1,190 @@
+// One scheduler pass: the pieces (decode rows, partial prefills, admissions, preemption) and how
+// the two compositions put them together.
+#include <algorithm>
+
+#include "base/error.h"
+#include "sched/cudagraph_sizes.h"
+#include "sched/scheduler.h"
+
+namespace paceline {
+
+bool Scheduler::Pass::has_prefill() const {
+  return std::any_of(rows.begin(), rows.end(), [](const Row& row) { return row.prefill; });
+}
+
+bool Scheduler::Pass::has_decode() const {
+  return std::any_of(rows.begin(), rows.end(), [](const Row& row) { return !row.prefill; });
+}
+
+StepPlan Scheduler::schedule() {
+  if (in_flight_step_) fail("schedule() while step {} still awaits update()", *in_flight_step_);
+  if (running_.empty() && waiting_.empty()) return {};
+  const bool prefill_allowed = allow_prefill();  // the delayer's one question, before anything
+  Pass pass;
+  pass.budget = config_.max_num_batched_tokens;
+  // A pass that preempted admits nobody: what it freed goes to the requests already running.
+  if (config_.schedule == ScheduleKind::kSeparate) {
+    if (prefill_allowed) {
+      schedule_partial_prefills(pass);
+      if (!pass.preempted) admit_waiting(pass);
+    }
+    if (!pass.has_prefill()) schedule_decodes(pass);
+  } else {
+    schedule_decodes(pass);
+    if (prefill_allowed) {
+      schedule_partial_prefills(pass);
+      if (!pass.preempted) admit_waiting(pass);
+    }
+  }
+  return make_plan(pass);
+}
+
+// Every decoding request in admission order, 1 token each (k + 1 with speculative decoding),
+// while the budget lasts.
+void Scheduler::schedule_decodes(Pass& pass) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Request& r = *running_[i];
+    if (r.in_prefill()) continue;
+    const int64_t n = decode_tokens(r);
+    if (n > pass.budget || !reserve(r, n, pass)) break;
+    pass.rows.push_back({&r, n, false});
+    pass.budget -= n;
+  }
+}
+
+// The next chunk of every prefill already in flight, before any new admission.
+void Scheduler::schedule_partial_prefills(Pass& pass) {
+  for (size_t i = 0; i < running_.size() && pass.budget > 0; ++i) {
+    Request& r = *running_[i];
+    if (!r.in_prefill()) continue;
+    const int64_t n = prefill_chunk(r.prefill_end - r.num_computed_tokens, pass.budget);
+    if (n == 0 || !reserve(r, n, pass)) break;
+    pass.rows.push_back({&r, n, true});
+    pass.budget -= n;
+  }
+}
+
+// Waiting requests in queue order while a sequence slot, budget and KV blocks for the whole
+// prompt last. The first that does not fit stops admission: nobody overtakes an older request.
+void Scheduler::admit_waiting(Pass& pass) {
+  while (!waiting_.empty() && num_running() < config_.max_num_seqs && pass.budget > 0) {
+    Request& r = *waiting_.front();
+    const PrefixHit hit = kv_.find_cached_prefix(r.blocks, r.tokens);
+    const int64_t n = prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget);
+    // Blocks for the whole prompt, not just the first chunk: later chunks then never preempt,
+    // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule).
+    if (n == 0 || !kv_.allocate_for(r.blocks, r.num_tokens(), hit)) break;
+    waiting_.pop_front();
+    if (!r.admitted_before()) {
+      r.first_scheduled_ns = clock_.now_ns();
+      r.num_cached_tokens = hit.num_tokens;
+      totals_.prompt_tokens += r.num_prompt_tokens;
+    }
+    r.status = RequestStatus::kRunning;
+    r.num_computed_tokens = hit.num_tokens;
+    r.prefill_end = r.num_tokens();
+    running_.push_back(&r);
+    pass.rows.push_back({&r, n, true});
+    pass.budget -= n;
+  }
+}
+
+// Makes room for num_tokens more of a running request, preempting the newest running requests
+// until it fits. False when the request itself was the newest and got preempted.
+bool Scheduler::reserve(Request& r, int64_t num_tokens, Pass& pass) {
+  while (!kv_.allocate_for(r.blocks, r.num_computed_tokens + num_tokens)) {
+    Request& victim = *running_.back();
+    preempt(victim, pass);
+    if (&victim == &r) return false;
+  }
+  return true;
+}
+
+// Preemption by recompute: the victim (the newest running request) loses its KV blocks and its
+// row in this pass, and goes back to the front of the queue. Its output so far is kept; it is
+// recomputed with the prompt when the request is admitted again.
+void Scheduler::preempt(Request& victim, Pass& pass) {
+  running_.pop_back();
+  auto row = std::find_if(pass.rows.begin(), pass.rows.end(),
+                          [&](const Row& x) { return x.request == &victim; });
+  if (row != pass.rows.end()) {
+    pass.budget += row->num_tokens;
+    pass.rows.erase(row);
+  }
+  kv_.free(victim.blocks);
+  victim.status = RequestStatus::kPreempted;
+  victim.num_computed_tokens = 0;
+  victim.prefill_end = 0;
+  ++victim.num_preemptions;
+  waiting_.push_front(&victim);
+  pass.preempted = true;
+  ++totals_.preemptions;
+}
+
+// Tokens of a prefill to compute in this pass, or 0 when it cannot go now.
+int64_t Scheduler::prefill_chunk(int64_t remaining, int64_t budget) const {
+  if (!config_.enable_chunked_prefill) return remaining <= budget ? remaining : 0;
+  int64_t n = std::min(remaining, budget);
+  if (config_.long_prefill_token_threshold > 0) {
+    n = std::min(n, config_.long_prefill_token_threshold);
+  }
+  return std::max<int64_t>(n, 0);
+}
+
+// 1, or k + 1 with speculative decoding; fewer drafts near max_tokens, so that no position past
+// the request's last possible token is ever computed.
+int64_t Scheduler::decode_tokens(const Request& r) const {
+  if (!spec_) return 1;
+  const int64_t drafts = std::min<int64_t>(spec_->speculative_tokens(),
+                                           std::max<int64_t>(0, r.remaining_output_tokens() - 1));
+  return 1 + drafts;
+}
+
+StepPlan Scheduler::make_plan(const Pass& pass) {
+  StepPlan plan;
+  if (pass.rows.empty()) return plan;
+  plan.step_id = next_step_id_++;
+  const bool prefill = pass.has_prefill(), decode = pass.has_decode();
+  plan.kind = prefill && decode ? ForwardKind::kMixed
+              : prefill         ? ForwardKind::kPrefill
+                                : ForwardKind::kDecode;
+  plan.seqs.reserve(pass.rows.size());
+  for (const Row& row : pass.rows) {
+    const Request& r = *row.request;
+    ScheduledSeq& s = plan.seqs.emplace_back();
+    s.request_id = r.id;
+    s.start_pos = r.num_computed_tokens;
+    const int64_t end = s.start_pos + row.num_tokens;
+    if (row.prefill) {
+      s.tokens.assign(r.tokens.begin() + s.start_pos, r.tokens.begin() + end);
+      s.num_logits = end == r.prefill_end ? 1 : 0;
+    } else {
+      // Draft tokens repeat the last one: acceptance is synthetic, only the count matters.
+      s.tokens.assign(static_cast<size_t>(row.num_tokens), r.tokens.back());
+      s.num_logits = static_cast<int32_t>(row.num_tokens);
+    }
+    const int64_t blocks = (end + config_.block_size - 1) / config_.block_size;
+    s.block_table.assign(r.blocks.ids.begin(), r.blocks.ids.begin() + blocks);
+    s.sampling = r.params.sampling;
+    s.seed = sampling_seed(r);
+  }
+  if (plan.kind == ForwardKind::kDecode) {
+    plan.padded_batch_size =
+        padded_batch_size(cudagraph_sizes_, static_cast<int32_t>(plan.seqs.size()));
+  }
+  switch (plan.kind) {
+    case ForwardKind::kPrefill:
+      ++totals_.prefill_steps;
+      break;
+    case ForwardKind::kDecode:
+      ++totals_.decode_steps;
+      break;
+    case ForwardKind::kMixed:
+      ++totals_.mixed_steps;
+      break;
+  }
+  in_flight_step_ = plan.step_id;
+  return plan;
+}
+
+}  // namespace paceline

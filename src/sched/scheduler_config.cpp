@@ -1,0 +1,44 @@
+#include "sched/scheduler_config.h"
+
+#include <limits>
+
+#include "base/error.h"
+
+namespace paceline {
+
+ScheduleKind parse_schedule_kind(std::string_view name) {
+  if (name == "separate") return ScheduleKind::kSeparate;
+  if (name == "mixed") return ScheduleKind::kMixed;
+  fail("--schedule must be 'separate' or 'mixed' (got '{}')", name);
+}
+
+std::string_view schedule_kind_name(ScheduleKind kind) {
+  return kind == ScheduleKind::kMixed ? "mixed" : "separate";
+}
+
+void SchedulerConfig::validate() const {
+  if (max_num_seqs < 1 || max_num_seqs > std::numeric_limits<int32_t>::max()) {
+    fail("--max-num-seqs must be at least 1 (got {})", max_num_seqs);
+  }
+  if (max_num_batched_tokens < 1) {
+    fail("--max-num-batched-tokens must be at least 1 (got {})", max_num_batched_tokens);
+  }
+  if (max_model_len < 1) fail("--max-model-len must be at least 1 (got {})", max_model_len);
+  if (block_size < 1) fail("--block-size must be at least 1 (got {})", block_size);
+  if (num_kv_blocks < 1) fail("the KV cache must hold at least one block (got {})", num_kv_blocks);
+  if (long_prefill_token_threshold < 0) {
+    fail("--long-prefill-token-threshold must be 0 or more (got {})", long_prefill_token_threshold);
+  }
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
+    fail(
+        "--max-num-batched-tokens ({}) is below --max-model-len ({}): a long prompt could never "
+        "be scheduled without chunked prefill",
+        max_num_batched_tokens, max_model_len);
+  }
+  if (max_num_batched_tokens < int64_t{speculative.speculative_tokens} + 1) {
+    fail("--max-num-batched-tokens ({}) cannot hold one speculative decode row ({} tokens)",
+         max_num_batched_tokens, speculative.speculative_tokens + 1);
+  }
+}
+
+}  // namespace paceline

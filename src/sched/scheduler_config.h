@@ -1,0 +1,48 @@
+#pragma once
+// Everything the scheduler is told at startup. The CLI fills it from flags (and the delayer's part
+// from ATOM's environment variables too); the model and the executor supply max_model_len and
+// num_kv_blocks.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sched/prefill_delayer.h"
+#include "sched/spec_acceptance.h"
+
+namespace paceline {
+
+// How one forward is composed.
+enum class ScheduleKind {
+  // Each forward is prefill-only or decode-only, prefill first (nano-vllm, ATOM). The default.
+  kSeparate,
+  // One token budget per forward: decode tokens first, then prefill chunks (vLLM V1, Sarathi).
+  kMixed,
+};
+
+ScheduleKind parse_schedule_kind(std::string_view name);  // "separate" | "mixed"; else throws
+std::string_view schedule_kind_name(ScheduleKind kind);
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 256;              // --max-num-seqs
+  int64_t max_num_batched_tokens = 16384;  // --max-num-batched-tokens: tokens per forward
+  int64_t max_model_len = 0;               // --max-model-len, else the model's; required
+  int64_t block_size = 16;                 // --block-size
+  int64_t num_kv_blocks = 0;               // what the executor's KV memory holds; required
+  bool enable_prefix_caching = true;       // --enable-prefix-caching / --no-enable-prefix-caching
+  ScheduleKind schedule = ScheduleKind::kSeparate;  // --schedule
+  // Off: a prompt is admitted only when all of it fits the forward's remaining token budget.
+  bool enable_chunked_prefill = true;
+  // Most prefill tokens one request computes in one forward; 0: only the budget limits it.
+  int64_t long_prefill_token_threshold = 0;  // --long-prefill-token-threshold
+  // Decode batch sizes with a captured CUDA graph; empty: the default list for max_num_seqs.
+  std::vector<int32_t> cudagraph_capture_sizes;  // --cudagraph-capture-sizes
+  SpecAcceptanceConfig speculative;              // --speculative-tokens and acceptance
+  uint64_t seed = 0;  // run seed: speculative acceptance draws, default sampling seeds
+  // Its max_num_batched_tokens is ignored: the scheduler passes its own.
+  PrefillDelayerConfig delayer;
+
+  // Throws paceline::Error naming the flag when a value is out of range.
+  void validate() const;
+};
+
+}  // namespace paceline
