@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -49,11 +50,15 @@ struct Setup {
   ModelConfig config = qwen3_tiny();
   std::unique_ptr<Weights> weights = make_dummy_weights(config, 0);
   std::unique_ptr<CpuExecutor> executor;
+  std::vector<int32_t> block_ids;  // 0, 1, 2, ...: what the plans' block tables view
 
   Setup(int64_t max_seqs, int num_threads)
       : executor(std::make_unique<CpuExecutor>(
             config, *weights, KvCacheShape{max_seqs * (kContext / kBlockSize + 1), kBlockSize},
-            num_threads)) {}
+            num_threads)),
+        block_ids(static_cast<size_t>(max_seqs * (kContext / kBlockSize + 1))) {
+    std::iota(block_ids.begin(), block_ids.end(), 0);
+  }
 
   // Sequence i owns blocks [i * per_seq, (i + 1) * per_seq).
   ScheduledSeq seq(int64_t i, int64_t start_pos, int64_t num_tokens) const {
@@ -63,9 +68,9 @@ struct Setup {
       s.tokens.push_back(static_cast<int32_t>((i * 7919 + (start_pos + t) * 104729) % 151936));
     }
     s.start_pos = start_pos;
-    const int64_t per_seq = kContext / kBlockSize + 1;
-    for (int64_t b = 0; b < per_seq; ++b)
-      s.block_table.push_back(static_cast<int32_t>(i * per_seq + b));
+    const auto per_seq = static_cast<size_t>(kContext / kBlockSize + 1);
+    s.block_table =
+        std::span<const int32_t>(block_ids).subspan(static_cast<size_t>(i) * per_seq, per_seq);
     s.num_logits = 1;
     s.sampling.temperature = 0.0;
     return s;

@@ -164,7 +164,7 @@ StepPlan Scheduler::make_plan(const Pass& pass) {
       s.num_logits = static_cast<int32_t>(row.num_tokens);
     }
     const int64_t blocks = (end + config_.block_size - 1) / config_.block_size;
-    s.block_table.assign(r.blocks.ids.begin(), r.blocks.ids.begin() + blocks);
+    s.block_table = std::span<const int32_t>(r.blocks.ids).first(static_cast<size_t>(blocks));
     s.sampling = r.params.sampling;
     s.seed = sampling_seed(r);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // What one forward computes: the scheduler's output and the executor's whole input.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sched/sampling_params.h"
@@ -15,8 +16,11 @@ struct ScheduledSeq {
   std::vector<int32_t> tokens;
   // Position of tokens[0]; positions [0, start_pos) are already in the KV cache.
   int64_t start_pos = 0;
-  // Physical KV block ids covering positions [0, start_pos + tokens.size()).
-  std::vector<int32_t> block_table;
+  // Physical KV block ids covering positions [0, start_pos + tokens.size()). A view of the
+  // scheduler's own table, valid until the scheduler's next call (update, cancel, schedule): a
+  // copy cost 25 KB per row at 100k tokens, most of a step's scheduling time
+  // (docs/performance.md). An executor that keeps it longer copies it.
+  std::span<const int32_t> block_table;
   // Logits wanted for the last num_logits tokens: 0 for a middle prefill chunk, 1 for the last
   // chunk or a decode, k+1 for a speculative verify.
   int32_t num_logits = 1;

@@ -175,11 +175,12 @@ TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) {
   CpuExecutor executor(config_, *weights_, cache_, 2);
   BlockPool pool(cache_.num_blocks, /*shuffle_seed=*/7);
   StepPlan plan;
+  std::vector<std::vector<int32_t>> tables;  // plan.seqs[s] views tables[s]
   std::vector<const std::vector<int32_t>*> expected;
   for (size_t i = 0; i < prompts_.size(); ++i) {
     auto it = greedy_.find(prompts_[i].name);
     if (it == greedy_.end()) continue;
-    std::vector<int32_t> table;
+    std::vector<int32_t>& table = tables.emplace_back();
     pool.cover(table, static_cast<int64_t>(prompts_[i].tokens.size()), kBlockSize);
     plan.seqs.push_back(make_seq(i, prompts_[i].tokens, 0, table, 1));
     plan.seqs.back().sampling.temperature = 0.0;
@@ -198,7 +199,8 @@ TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) {
       ScheduledSeq& seq = plan.seqs[s];
       seq.start_pos += static_cast<int64_t>(seq.tokens.size());
       seq.tokens = {token};
-      pool.cover(seq.block_table, seq.start_pos + 1, kBlockSize);
+      pool.cover(tables[s], seq.start_pos + 1, kBlockSize);
+      seq.block_table = tables[s];
     }
     plan.kind = ForwardKind::kDecode;
   }

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,13 +100,20 @@ inline std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t see
   return out;
 }
 
+// A plan only views its block tables (the scheduler owns the real ones). The tables tests make are
+// kept here for the whole test binary, so a plan built from a temporary table stays valid.
+inline std::span<const int32_t> keep_block_table(std::vector<int32_t> ids) {
+  static std::deque<std::vector<int32_t>> kept;
+  return kept.emplace_back(std::move(ids));
+}
+
 inline ScheduledSeq make_seq(uint64_t id, std::vector<int32_t> tokens, int64_t start_pos,
                              std::vector<int32_t> block_table, int32_t num_logits) {
   ScheduledSeq s;
   s.request_id = id;
   s.tokens = std::move(tokens);
   s.start_pos = start_pos;
-  s.block_table = std::move(block_table);
+  s.block_table = keep_block_table(std::move(block_table));
   s.num_logits = num_logits;
   return s;
 }

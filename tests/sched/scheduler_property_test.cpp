@@ -165,6 +165,9 @@ class Simulation {
       const Request* r = scheduler_.find(s.request_id);
       ASSERT_NE(r, nullptr);
       EXPECT_EQ(r->status, RequestStatus::kRunning);
+      // The row views the leading blocks of the request's own table, which the executor reads.
+      ASSERT_LE(s.block_table.size(), r->blocks.ids.size());
+      EXPECT_TRUE(std::equal(s.block_table.begin(), s.block_table.end(), r->blocks.ids.begin()));
     }
   }
 
