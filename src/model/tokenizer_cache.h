@@ -1,8 +1,9 @@
 #pragma once
 // A bounded cache from a pre-token (the raw bytes of one word) to its BPE ids. Real text repeats
 // its words, so most words are looked up rather than merged. Each shard is an open-addressing
-// table whose keys and ids sit side by side in one byte arena (one or two cache misses per hit),
-// under its own mutex so that encode() stays const and safe to call from many threads.
+// table of 8-byte slots that grows with use, its keys and ids side by side in one byte arena, so
+// that the working set of a text's vocabulary stays small enough for the CPU caches. Each shard
+// has its own mutex: encode() stays const and safe to call from many threads.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -26,10 +27,8 @@ class WordCache {
 
  private:
   struct Slot {
-    uint64_t hash = 0;    // 0 marks an empty slot; stored hashes have the low bit set
-    uint32_t offset = 0;  // of the key in the arena; the ids follow it
-    uint16_t key_bytes = 0;
-    uint16_t id_count = 0;
+    uint32_t tag = 0;     // high half of the word's hash, low bit set; 0 marks an empty slot
+    uint32_t offset = 0;  // of the entry in the arena: key bytes (u16), id count (u16), key, ids
   };
   struct Shard {
     std::mutex mutex;
@@ -38,11 +37,17 @@ class WordCache {
     size_t used = 0;
   };
   static constexpr size_t kShards = 16;
+  static constexpr size_t kFirstSlots = 256;
 
   static uint64_t hash_of(std::string_view word);
-  Shard& shard_of(uint64_t hash) const { return shards_[hash >> 60]; }
+  static uint32_t tag_of(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1; }
+  Shard& shard_of(uint64_t hash) const { return shards_[hash % kShards]; }
+  // The slot holding `word`, or the empty slot where it would go.
+  static Slot& probe(Shard& shard, std::string_view word, uint64_t hash);
+  void grow(Shard& shard) const;
 
   mutable std::array<Shard, kShards> shards_;
+  size_t max_slots_;  // per shard
 };
 
 }  // namespace paceline

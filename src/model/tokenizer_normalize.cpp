@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <vector>
 
 #include <utf8proc.h>
 
@@ -51,21 +52,46 @@ void append_nfc(std::string_view text, std::string& out) {
   std::free(result);
 }
 
-// A character is NFC-stable in any context when it has no canonical decomposition, combining
-// class 0, and never joins a preceding character (as a composition's second part or as a Hangul
-// vowel or trailing consonant jamo). Such text has NFC_Quick_Check=Yes throughout.
-bool nfc_stable(char32_t cp) {
-  if (cp < 0x300) return true;  // below the combining diacritics nothing composes or decomposes
+// A character is NFC-stable in any context when NFC leaves it alone and it never joins a
+// preceding character: combining class 0, not a composition's second part nor a Hangul vowel or
+// trailing consonant jamo, and either no canonical decomposition or one that recomposes to it
+// (a primary composite such as "é" or "ド"). Text made only of such characters is already NFC.
+bool nfc_stable_slow(char32_t cp) {
+  if (cp >= 0xD800 && cp <= 0xDFFF) return false;  // surrogates are not characters
   if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;
   const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
-  const bool canonical_decomposition = p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0;
   const bool joins_previous = p->comb_index != UINT16_MAX && (p->comb_index & 0x8000) != 0;
-  return p->combining_class == 0 && !canonical_decomposition && !joins_previous;
+  if (p->combining_class != 0 || joins_previous) return false;
+  if (p->decomp_seqindex == UINT16_MAX || p->decomp_type != 0) return true;
+  std::string alone, normalized;
+  utf8_append(cp, alone);
+  append_nfc(alone, normalized);
+  return normalized == alone;
+}
+
+// nfc_stable_slow for every code point, one bit each (136 KiB), built on first use.
+class StableTable {
+ public:
+  StableTable() : bits_((0x110000 + 63) / 64, 0) {
+    for (char32_t cp = 0; cp < 0x110000; ++cp) {
+      if (cp < 0x300 || nfc_stable_slow(cp)) bits_[cp / 64] |= uint64_t{1} << (cp % 64);
+    }
+  }
+  bool stable(char32_t cp) const { return (bits_[cp / 64] >> (cp % 64)) & 1; }
+
+ private:
+  std::vector<uint64_t> bits_;
+};
+
+const StableTable& stable_table() {
+  static const StableTable table;
+  return table;
 }
 
 }  // namespace
 
 bool nfc_quick_check(std::string_view text) {
+  const StableTable& table = stable_table();
   size_t pos = 0;
   while (pos < text.size()) {
     // Lead bytes below 0xCC encode U+0000..U+02FF, all stable.
@@ -73,7 +99,7 @@ bool nfc_quick_check(std::string_view text) {
       ++pos;
       continue;
     }
-    if (!nfc_stable(utf8_next(text, pos))) return false;
+    if (!table.stable(utf8_next(text, pos))) return false;
   }
   return true;
 }

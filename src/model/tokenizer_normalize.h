@@ -9,7 +9,7 @@
 namespace paceline {
 
 // True when `text` (valid UTF-8) is certainly already NFC: no character of it can change or
-// combine under NFC. Plain ASCII, Latin-1 letters without marks, CJK and emoji all pass.
+// combine under NFC. Plain ASCII, accented letters, CJK, kana and emoji all pass.
 bool nfc_quick_check(std::string_view text);
 
 // The NFC form of `text` (valid UTF-8). Returns `text` itself when it is already NFC, otherwise
