@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/resources.h"
 #include "exec/cpu/cpu_executor.h"
+#include "exec/null_executor.h"
 
 namespace paceline {
 
@@ -25,8 +26,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
       ->capture_default_str();
   cmd.add_option("--tokenizer", o.tokenizer,
                  "tokenizer.json or its folder (default: the Qwen3 tokenizer fetched by setup)");
-  cmd.add_option("--device", o.device, "cpu | cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+  cmd.add_option("--device", o.device,
+                 "cpu | cuda | null (null: zero-cost executor for measuring the server's own "
+                 "overhead; tokens are meaningless)")
+      ->check(CLI::IsMember({"cpu", "cuda", "null"}))
       ->capture_default_str();
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
                  "bytes for the KV cache, e.g. 512M or 4G (default: 256M on the CPU)");
@@ -66,6 +69,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+KvCacheShape kv_cache_shape_for(const ModelOptions& o, const ModelConfig& config) {
+  const int64_t kv_bytes = o.kv_cache_memory.empty()
+                               ? int64_t{256} << 20
+                               : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  const int64_t block_bytes = config.kv_bytes_per_token(sizeof(float)) * o.block_size;
+  KvCacheShape kv{kv_bytes / block_bytes, o.block_size};
+  if (kv.num_blocks < 1) fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", kv_bytes, block_bytes);
+  return kv;
+}
+
 }  // namespace
 
 LoadedModel load_model(const ModelOptions& o) {
@@ -87,6 +100,16 @@ LoadedModel load_model(const ModelOptions& o) {
                  m.tokenizer->vocab_size(), m.config.vocab_size);
   }
 
+  if (o.device == "null") {
+    // Only the KV shape matters to the scheduler; no weights are loaded and no memory is taken.
+    KvCacheShape kv = kv_cache_shape_for(o, m.config);
+    m.executor = std::make_unique<NullExecutor>(kv, m.config.vocab_size, m.config.eos_token_ids);
+    spdlog::info("model {} on the null executor (no weights, meaningless tokens, zero step time): "
+                 "{} KV blocks of {} tokens, loaded in {:.2f} s",
+                 m.config.name, kv.num_blocks, kv.block_size, seconds_since(t0));
+    return m;
+  }
+
   std::string format = o.load_format;
   if (format == "auto") {
     format = fs::is_directory(o.model) && (fs::exists(fs::path(o.model) / "model.safetensors") ||
@@ -101,12 +124,7 @@ LoadedModel load_model(const ModelOptions& o) {
   }
 
   if (o.device == "cuda") fail("--device cuda: this build has no CUDA executor yet");
-  const int64_t kv_bytes = o.kv_cache_memory.empty()
-                               ? int64_t{256} << 20
-                               : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
-  const int64_t block_bytes = m.config.kv_bytes_per_token(sizeof(float)) * o.block_size;
-  KvCacheShape kv{kv_bytes / block_bytes, o.block_size};
-  if (kv.num_blocks < 1) fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", kv_bytes, block_bytes);
+  KvCacheShape kv = kv_cache_shape_for(o, m.config);
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   m.executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv, std::max(1, threads));
   spdlog::info("model {} ({:.1f}M parameters, {} weights) on cpu: {} KV blocks of {} tokens, "

@@ -1,0 +1,55 @@
+#include "exec/null_executor.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace paceline {
+
+namespace {
+
+constexpr int64_t kFirstToken = 1000;
+constexpr int64_t kLastToken = 2000;  // exclusive
+
+std::vector<int32_t> non_eos_ids(int64_t first, int64_t last, std::span<const int64_t> eos) {
+  std::vector<int32_t> ids;
+  for (int64_t id = first; id < last; ++id) {
+    if (std::find(eos.begin(), eos.end(), id) == eos.end()) ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+}  // namespace
+
+NullExecutor::NullExecutor(KvCacheShape kv_shape, int64_t vocab_size,
+                           std::span<const int64_t> eos_token_ids)
+    : kv_shape_(kv_shape) {
+  if (kv_shape.num_blocks < 1 || kv_shape.block_size < 1) {
+    fail("null executor: KV cache of {} blocks of {} tokens holds nothing", kv_shape.num_blocks,
+         kv_shape.block_size);
+  }
+  cycle_ = non_eos_ids(kFirstToken, std::min(kLastToken, vocab_size), eos_token_ids);
+  if (cycle_.empty()) cycle_ = non_eos_ids(0, vocab_size, eos_token_ids);
+  if (cycle_.empty()) fail("null executor: a vocabulary of {} has no non-EOS token", vocab_size);
+}
+
+StepResult NullExecutor::execute(const StepPlan& plan) {
+  StepResult result;
+  result.step_id = plan.step_id;
+  result.seqs.reserve(plan.seqs.size());
+  const auto n = static_cast<int64_t>(cycle_.size());
+  for (const ScheduledSeq& s : plan.seqs) {
+    SeqResult& out = result.seqs.emplace_back();
+    out.request_id = s.request_id;
+    out.tokens.reserve(static_cast<size_t>(s.num_logits));
+    const int64_t first_position =
+        std::max<int64_t>(0, s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits);
+    for (int32_t i = 0; i < s.num_logits; ++i) {
+      out.tokens.push_back(cycle_[static_cast<size_t>((first_position + i) % n)]);
+    }
+  }
+  result.step_time_ns = 0;
+  return result;
+}
+
+}  // namespace paceline

@@ -1,0 +1,31 @@
+#pragma once
+// The zero-cost Executor: computes nothing and answers every requested logit row at once with a
+// token from a fixed cycle of ordinary text tokens (never an EOS id), so that what is left to
+// measure is the server's own overhead. The tokens are meaningless; the KV cache exists only as
+// a shape for the scheduler.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exec/executor.h"
+
+namespace paceline {
+
+class NullExecutor final : public Executor {
+ public:
+  // Cycles through ids [1000, 2000) that are below vocab_size and not in eos_token_ids; a
+  // vocabulary too small for that range cycles through all of its non-EOS ids instead.
+  NullExecutor(KvCacheShape kv_shape, int64_t vocab_size, std::span<const int64_t> eos_token_ids);
+
+  // The token for absolute position p is cycle[p % cycle.size()]; step_time_ns is 0.
+  StepResult execute(const StepPlan& plan) override;
+  KvCacheShape kv_cache_shape() const override { return kv_shape_; }
+
+  const std::vector<int32_t>& token_cycle() const { return cycle_; }
+
+ private:
+  KvCacheShape kv_shape_;
+  std::vector<int32_t> cycle_;
+};
+
+}  // namespace paceline
