@@ -35,6 +35,9 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
   auto& d = o.delayer;
   cmd.add_flag("--prefill-delayer,!--no-prefill-delayer", d.enabled,
                "PrefillDelayer master switch (env ATOM_ENABLE_PREFILL_DELAYER; default on)");
+  // CLI11 writes false into an optional<bool> flag when it is added; unset means "not passed",
+  // so that the environment and the default decide.
+  d.enabled.reset();
   cmd.add_option("--prefill-decode-interval", d.prefill_decode_interval,
                  "protected decode passes after each prefill (env ATOM_PREFILL_DECODE_INTERVAL)");
   cmd.add_option("--prefill-delayer-max-queue-ms", d.max_queue_ms,

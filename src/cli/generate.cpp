@@ -60,12 +60,14 @@ int run_generate(const GenerateOptions& o) {
   std::printf("prompt (%zu tokens): %s\n--- answer ---\n", prompt.size(), o.prompt.c_str());
   std::fflush(stdout);
   IncrementalDecoder detok(*m.tokenizer, /*skip_special_tokens=*/true);
+  const int64_t vocab = m.tokenizer->vocab_size();
   std::promise<TokenEvent> done;
   const int64_t t0 = clock.now_ns();
   int64_t first_token_ns = -1;
   engine.submit(prompt, params, [&](const TokenEvent& ev) {
     for (int32_t id : ev.token_ids) {
       if (first_token_ns < 0) first_token_ns = clock.now_ns();
+      if (id < 0 || id >= vocab) continue;  // beyond the tokenizer: no text
       std::string piece = detok.push(id);
       std::fwrite(piece.data(), 1, piece.size(), stdout);
     }

@@ -5,6 +5,21 @@
 
 namespace paceline {
 
+namespace {
+
+// A callback that throws must not take the engine thread (and every other request) down.
+void call_guarded(const TokenCallback& cb, const TokenEvent& ev) {
+  try {
+    cb(ev);
+  } catch (const std::exception& e) {
+    spdlog::error("request {}: token callback failed: {}", ev.request_id, e.what());
+  } catch (...) {
+    spdlog::error("request {}: token callback failed", ev.request_id);
+  }
+}
+
+}  // namespace
+
 Engine::Engine(SchedulerConfig config, std::unique_ptr<Executor> executor, const Clock& clock,
                MetricsRegistry* metrics, const PrefillDelayerSources* delayer_sources)
     : config_(std::move(config)), executor_(std::move(executor)), clock_(clock) {
@@ -88,7 +103,7 @@ void Engine::drain_inbox() {
           callbacks_.erase(it);
         }
       }
-      if (cb) cb(ev);
+      if (cb) call_guarded(cb, ev);
     }
   }
   std::vector<RequestOutput> aborted;
@@ -126,7 +141,7 @@ void Engine::deliver(const RequestOutput& out) {
     }
     metrics_->on_finished(out.usage);
   }
-  cb(ev);
+  call_guarded(cb, ev);
 }
 
 void Engine::log_delayer_stats() {
@@ -192,7 +207,7 @@ void Engine::loop() {
         cb = std::move(it->second);
         callbacks_.erase(it);
       }
-      cb(ev);
+      call_guarded(cb, ev);
     }
   }
 }

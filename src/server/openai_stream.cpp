@@ -11,6 +11,7 @@ OpenAiStream::OpenAiStream(OpenAiStreamOptions options, ResponseMeta meta,
       meta_(std::move(meta)),
       writer_(std::move(writer)),
       engine_(engine),
+      tokenizer_vocab_(tokenizer.vocab_size()),
       detok_(tokenizer, /*skip_special_tokens=*/true),
       stops_(options_.stop),
       reasoning_(options_.reasoning),
@@ -61,7 +62,11 @@ void OpenAiStream::on_event(const TokenEvent& ev) {
   last_usage_ = ev.usage;
   tokens_seen_ += static_cast<int64_t>(ev.token_ids.size());
   std::string text;
-  for (int32_t id : ev.token_ids) text += detok_.push(id);
+  for (int32_t id : ev.token_ids) {
+    // A model vocabulary larger than the tokenizer's (Qwen3 pads to 151,936) can sample ids the
+    // tokenizer has no text for: they count as tokens and add no text.
+    if (id >= 0 && id < tokenizer_vocab_) text += detok_.push(id);
+  }
   if (ev.finished) text += detok_.flush();
 
   StopStringMatcher::Result r = stops_.push(text);

@@ -51,6 +51,7 @@ class OpenAiStream : public std::enable_shared_from_this<OpenAiStream> {
   ResponseMeta meta_;
   std::shared_ptr<ResponseWriter> writer_;
   Engine& engine_;
+  int64_t tokenizer_vocab_;
   IncrementalDecoder detok_;
   StopStringMatcher stops_;
   ReasoningStreamParser reasoning_;

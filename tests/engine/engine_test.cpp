@@ -161,3 +161,23 @@ TEST(Engine, ManyConcurrentRequestsEachFinishExactlyOnce) {
 
 }  // namespace
 }  // namespace paceline
+
+namespace paceline {
+namespace {
+
+TEST(Engine, ACallbackThatThrowsDoesNotStopTheEngine) {
+  SteadyClock clock;
+  Engine engine(small_config(), std::make_unique<FakeExecutor>(64), clock);
+  engine.start();
+  RequestParams p;
+  p.max_tokens = 3;
+  p.ignore_eos = true;
+  engine.submit({1, 2, 3}, p, [](const TokenEvent&) { throw std::runtime_error("boom"); });
+  Collected c;
+  engine.submit({4, 5, 6}, p, collect(c));
+  ASSERT_TRUE(wait_done(c));
+  EXPECT_EQ(c.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace paceline

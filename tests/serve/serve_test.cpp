@@ -243,6 +243,14 @@ TEST(ServeQueue, FullQueueIs503WithRetryAfter) {
   ::close(fd);
 }
 
+TEST(ServeDelayer, AnIntervalAloneTurnsTheDelayerOnAndLogsItsLine) {
+  ServerProcess server({"--prefill-decode-interval", "4"});
+  EXPECT_NE(server.startup_log().find("PrefillDelayer initialized"), std::string::npos)
+      << server.startup_log();
+  ServerProcess off({"--prefill-decode-interval", "4", "--no-prefill-delayer"});
+  EXPECT_EQ(off.startup_log().find("PrefillDelayer initialized"), std::string::npos);
+}
+
 TEST(ServeShutdown, SigtermDrainsAndExitsZero) {
   ServerProcess server({});
   std::thread client([&] {

@@ -176,6 +176,8 @@ class ServerProcess {
     if (log_) fclose(log_);
   }
   int port() const { return port_; }
+  // What the server printed up to its "listening on" line.
+  const std::string& startup_log() const { return output_; }
   // Sends SIGTERM and returns the exit status (-1 when it did not exit within the timeout).
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(30)) {
     kill(pid_, SIGTERM);
