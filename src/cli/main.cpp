@@ -4,8 +4,14 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "cli/bench.h"
+#include "cli/compare.h"
 #include "cli/generate.h"
+#include "cli/profile.h"
+#include "cli/report.h"
 #include "cli/serve.h"
+#include "cli/sim.h"
+#include "cli/sweep.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"paceline: LLM serving engine, AgentX benchmark and simulator"};
@@ -28,11 +34,43 @@ int main(int argc, char** argv) {
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible server");
   paceline::add_serve_options(*serve_cmd, serve);
 
+  paceline::SweepOptions sweep;
+  auto* sweep_cmd = app.add_subcommand("sweep", "one bench run per concurrency, one table");
+  paceline::add_sweep_options(*sweep_cmd, sweep);
+
+  paceline::CompareOptions compare;
+  auto* compare_cmd = app.add_subcommand("compare", "relative deltas of run B against run A");
+  paceline::add_compare_options(*compare_cmd, compare);
+
+  paceline::ReportOptions report;
+  auto* report_cmd = app.add_subcommand("report", "report.html for a run or a sweep directory");
+  paceline::add_report_options(*report_cmd, report);
+
+  paceline::SimOptions sim;
+  auto* sim_cmd = app.add_subcommand("sim", "a bench run of the real scheduler in virtual time");
+  paceline::add_sim_options(*sim_cmd, sim);
+
+  paceline::ProfileOptions profile;
+  auto* profile_cmd =
+      app.add_subcommand("profile", "measure the simulator's step-time table on an executor");
+  paceline::add_profile_options(*profile_cmd, profile);
+
+  paceline::BenchOptions bench;
+  auto* bench_cmd =
+      app.add_subcommand("bench", "AgentX benchmark against an OpenAI-compatible server");
+  paceline::add_bench_options(*bench_cmd, bench);
+
   CLI11_PARSE(app, argc, argv);
   paceline::log_init(log_level);
   try {
     if (gen_cmd->parsed()) return paceline::run_generate(generate);
     if (serve_cmd->parsed()) return paceline::run_serve(serve);
+    if (bench_cmd->parsed()) return paceline::run_bench(bench);
+    if (sim_cmd->parsed()) return paceline::run_sim(sim);
+    if (profile_cmd->parsed()) return paceline::run_profile(profile);
+    if (sweep_cmd->parsed()) return paceline::run_sweep(sweep, paceline::sweep_point_runner(sweep));
+    if (compare_cmd->parsed()) return paceline::run_compare(compare);
+    if (report_cmd->parsed()) return paceline::run_report(report);
     if (demo_cmd->parsed()) {
       std::printf("paceline %s demo: qwen3-tiny (dummy weights, so the words are random) on the "
                   "CPU, real Qwen3 tokenizer and chat template\n",

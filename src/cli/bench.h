@@ -1,0 +1,63 @@
+#pragma once
+// `paceline bench --url URL --traces PATH --concurrency N --duration S --gpus G --out DIR`: the
+// AgentX benchmark against any OpenAI-compatible server, in real time. AgentX session files (a
+// folder or a .json) replay closed loop; a Mooncake .jsonl replays open loop. Writes
+// records.jsonl, summary.json, summary.csv, metrics.jsonl (the server's /metrics, every second)
+// and report.html into DIR, and prints the seed-style Markdown table on stdout.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/summary.h"
+
+namespace paceline {
+
+struct BenchOptions {
+  std::string url = "http://127.0.0.1:8000";
+  std::string traces;
+  int concurrency = 1;
+  double duration = 600;  // seconds of profiling; Mooncake: 0 replays the whole trace
+  int gpus = 1;
+  std::string out = "bench-out";
+  std::vector<double> start_window = {0.25, 0.75};
+  int warmup_requests_per_lane = 10;
+  double trace_idle_gap_cap = 300;
+  double system_idle_gap_cap = 10;
+  std::string sampler = "sequential";
+  uint64_t seed = 0;
+  double drain_timeout = 120;
+  std::string endpoint = "chat";
+  std::string slo;
+  std::string model;  // default: the first id of GET /v1/models
+  std::string api_key;
+  double time_scale = 1.0;  // Mooncake arrival times
+  std::optional<int64_t> max_isl;
+  double isl_scale = 1.0;
+  double osl_scale = 1.0;
+  std::string delayer;  // the table's delayer column; default: from the server's /metrics
+  bool scrape_metrics = true;
+  int64_t chat_overhead_tokens = -1;  // -1: the default estimate (text_prompt.h)
+};
+
+// `with_run_dir`: false for `sweep`, which chooses --concurrency and --out per point itself.
+void add_bench_options(CLI::App& cmd, BenchOptions& options, bool with_run_dir = true);
+
+struct BenchResult {
+  bench::Summary summary;
+  std::optional<double> hold_rate;
+  std::string delayer;
+  bool cancelled = false;
+  std::optional<std::string> abort_reason;  // a failed warmup
+};
+
+// One run at `concurrency` into `run_dir`: every file written, nothing printed on stdout.
+BenchResult run_bench_point(const BenchOptions& options, int concurrency,
+                            const std::string& run_dir);
+
+// The command: run_bench_point at --concurrency into --out, then the table on stdout.
+// Exit status: 0, 1 when the warmup failed, 130 when cancelled (Ctrl-C).
+int run_bench(const BenchOptions& options);
+
+}  // namespace paceline

@@ -1,0 +1,119 @@
+#include "cli/profile.h"
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "cli/model_options.h"
+#include "exec/cpu/cpu_executor.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "sim/profile_table.h"
+#include "sim/roofline_profile.h"
+#include "sim/sim_profile.h"
+
+namespace paceline {
+
+namespace {
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail("{}: cannot write", path);
+  out << j.dump(2) << '\n';
+  if (!out) fail("{}: write failed", path);
+}
+
+const char* kind_name(ForwardKind kind) {
+  return kind == ForwardKind::kPrefill  ? "prefill"
+         : kind == ForwardKind::kDecode ? "decode"
+                                        : "mixed";
+}
+
+void print_fit(const char* kind, const sim::KindFit& f) {
+  if (f.empty()) return;
+  std::printf(
+      "  %-7s %3lld points, fit rms error %.1f%%: %.3f us per KV position, %.6f us per "
+      "attention pair, %.2f us per logit row\n",
+      kind, static_cast<long long>(f.num_points), f.rms_relative_error * 100, f.per_context_us,
+      f.per_attention_us, f.per_logit_row_us);
+}
+
+}  // namespace
+
+void add_profile_options(CLI::App& cmd, ProfileOptions& o) {
+  cmd.add_option("--model", o.model, "config.json, Hugging Face folder, or a shipped name")
+      ->capture_default_str();
+  cmd.add_option("--device", o.device, "executor to measure")
+      ->check(CLI::IsMember({"cpu"}))
+      ->capture_default_str();
+  cmd.add_option("--kv-cache-memory", o.kv_cache_memory, "KV cache bytes of the executor")
+      ->capture_default_str();
+  cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "dummy weights seed")->capture_default_str();
+  cmd.add_option("--out", o.out, "profile file (default: profile-<model>-<device>.json)");
+  cmd.add_option("--roofline", o.roofline,
+                 "write the analytic profile of this GPU (h200) instead of measuring");
+  cmd.add_option("--repeats", o.grid.repeats, "timed runs per point (median kept)")
+      ->capture_default_str();
+  cmd.add_option("--prefill-tokens", o.grid.prefill_tokens, "prefill sizes")->delimiter(',');
+  cmd.add_option("--prefill-prefix", o.grid.prefill_prefix, "cached positions before a prefill")
+      ->delimiter(',');
+  cmd.add_option("--prefill-batch", o.grid.prefill_batch, "sequences a prefill is split over")
+      ->delimiter(',');
+  cmd.add_option("--decode-batch", o.grid.decode_batch, "decode batch sizes")->delimiter(',');
+  cmd.add_option("--decode-context", o.grid.decode_context, "decode context lengths")
+      ->delimiter(',');
+}
+
+int run_profile(const ProfileOptions& o) {
+  if (!o.roofline.empty()) {
+    const std::string out = o.out.empty() ? o.roofline + ".json" : o.out;
+    write_json(out, sim::roofline_profile_json(sim::gpu_spec_named(o.roofline)));
+    std::printf("roofline profile of %s -> %s\n", o.roofline.c_str(), out.c_str());
+    return 0;
+  }
+  if (o.block_size < 1 || o.block_size > 1024)
+    fail("--block-size: {} is out of range", o.block_size);
+  const ModelConfig config = model_config_load(o.model);
+  const std::unique_ptr<Weights> weights = make_dummy_weights(config, o.seed);
+  const int64_t kv_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  const int64_t element_bytes = sizeof(float);  // the CPU executor keeps KV in float32
+  const KvCacheShape kv{kv_bytes / (config.kv_bytes_per_token(element_bytes) * o.block_size),
+                        o.block_size};
+  if (kv.num_blocks < 1) fail("--kv-cache-memory: {} bytes hold no KV block", kv_bytes);
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  CpuExecutor executor(config, *weights, kv, threads);
+
+  sim::ProfileTable table;
+  table.device = o.device;
+  table.model = config.name;
+  table.executor = fmt::format("cpu, {} threads, float32", threads);
+  table.kv_cache_bytes = kv_bytes;
+  table.kv_element_bytes = element_bytes;
+  table.block_size = o.block_size;
+  table.repeats = o.grid.repeats;
+  table.notes = {
+      "measured by paceline profile: the steady clock around Executor::execute, "
+      "median of the repeats after one warm-up run, dummy weights"};
+  table.points = sim::measure_profile(executor, o.grid, [](const sim::ProfilePoint& p) {
+    spdlog::info("profile: {} batch {} tokens {} context {}: {:.1f} us", kind_name(p.kind), p.batch,
+                 p.tokens, p.context, p.time_us);
+  });
+  const std::string out =
+      o.out.empty() ? fmt::format("profile-{}-{}.json", config.name, o.device) : o.out;
+  write_json(out, sim::profile_table_to_json(table));
+  const sim::TableFit fit = sim::fit_profile_table(table);
+  std::printf("profile of %s on %s: %zu points -> %s\n", config.name.c_str(),
+              table.executor.c_str(), table.points.size(), out.c_str());
+  print_fit("prefill", fit.prefill);
+  print_fit("decode", fit.decode);
+  print_fit("mixed", fit.mixed);
+  return 0;
+}
+
+}  // namespace paceline

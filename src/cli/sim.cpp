@@ -1,0 +1,282 @@
+#include "cli/sim.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "bench/report_files.h"
+#include "bench/report_html.h"
+#include "bench/session_sampler.h"
+#include "bench/sweep_manifest.h"
+#include "cli/model_options.h"
+#include "model/config.h"
+#include "sim/sim_driver.h"
+#include "sim/sim_profile.h"
+
+namespace paceline {
+
+namespace {
+
+int64_t to_ns(double seconds, const char* flag) {
+  if (!std::isfinite(seconds)) fail("{} must be a finite number of seconds", flag);
+  return std::llround(seconds * 1e9);
+}
+
+// Everything a run needs that does not depend on the concurrency.
+struct SimSetup {
+  ModelConfig model;
+  sim::SimProfile profile;
+  ResolvedEngineConfig engine;
+  int64_t kv_cache_bytes = 0;
+  sim::SimTraces traces;
+};
+
+SimSetup prepare(const SimOptions& o) {
+  if (o.block_size < 1 || o.block_size > 1024) {
+    fail("--block-size: {} is out of range 1..1024", o.block_size);
+  }
+  SimSetup s;
+  s.model = model_config_load(o.model);
+  s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization);
+  s.kv_cache_bytes = o.kv_cache_memory.empty()
+                         ? s.profile.kv_cache_bytes
+                         : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  if (s.kv_cache_bytes <= 0)
+    fail("--profile {} names no KV memory: pass --kv-cache-memory", o.profile);
+  s.engine = resolve_engine_options(o.engine, s.model.max_position_embeddings, o.seed);
+  SchedulerConfig& sc = s.engine.scheduler;
+  const int64_t block_bytes = s.model.kv_bytes_per_token(s.profile.kv_element_bytes) * o.block_size;
+  sc.block_size = o.block_size;
+  sc.num_kv_blocks = s.kv_cache_bytes / block_bytes;
+  if (sc.num_kv_blocks < 1) {
+    fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", s.kv_cache_bytes, block_bytes);
+  }
+  spdlog::info("sim: {} with {}: {} KV blocks of {} tokens ({:.2f} GB), max_model_len {}",
+               s.model.name, s.profile.cost->describe(), sc.num_kv_blocks, sc.block_size,
+               static_cast<double>(s.kv_cache_bytes) / 1e9, sc.max_model_len);
+  if (sc.delayer.active()) {
+    spdlog::info("{}", PrefillDelayer(sc.delayer).describe(s.engine.delayer_sources));
+  }
+  const bench::TraceTransform transform{o.isl_scale, o.osl_scale, o.max_isl};
+  s.traces = sim::load_sim_traces(o.traces, transform);
+  if (!transform.identity()) {
+    spdlog::warn(
+        "sim: transformed trace ({}): {} of {} requests kept; not comparable with "
+        "full-trace runs",
+        bench::describe_transform(transform), s.traces.stats.requests_kept,
+        s.traces.stats.requests_in);
+  }
+  return s;
+}
+
+sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurrency) {
+  if (o.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
+  if (o.gpus < 1) fail("--gpus must be at least 1");
+  sim::SimRunConfig c;
+  c.scheduler = s.engine.scheduler;
+  bench::SessionReplayConfig& r = c.session;
+  r.concurrency = concurrency;
+  r.sampler = bench::parse_sampler_kind(o.sampler);
+  r.seed = o.seed;
+  r.start_window_lo = o.start_window[0];
+  r.start_window_hi = o.start_window[1];
+  r.warmup_requests_per_lane = o.warmup_requests_per_lane;
+  r.trace_idle_gap_cap_ns = to_ns(o.trace_idle_gap_cap, "--trace-idle-gap-cap");
+  r.system_idle_gap_cap_ns = to_ns(o.system_idle_gap_cap, "--system-idle-gap-cap");
+  r.duration_ns = to_ns(o.duration, "--duration");
+  r.drain_timeout_ns = to_ns(o.drain_timeout, "--drain-timeout");
+  c.arrival.time_scale = o.time_scale;
+  c.arrival.seed = o.seed;
+  c.arrival.duration_ns = r.duration_ns;
+  c.arrival.drain_timeout_ns = r.drain_timeout_ns;
+  c.prompt.seed = o.seed;
+  c.summary.gpus = o.gpus;
+  if (!o.slo.empty()) c.summary.slo = bench::parse_slo(o.slo);
+  return c;
+}
+
+nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurrency) {
+  const SchedulerConfig& sc = s.engine.scheduler;
+  const PrefillDelayerConfig& d = sc.delayer;
+  return {
+      {"mode", "sim"},
+      {"simulated", true},
+      {"traces", o.traces},
+      {"trace_kind", s.traces.open_loop ? "mooncake" : "agentx"},
+      {"open_loop", s.traces.open_loop},
+      {"concurrency", concurrency},
+      {"duration_s", o.duration},
+      {"start_window", o.start_window},
+      {"warmup_requests_per_lane", o.warmup_requests_per_lane},
+      {"trace_idle_gap_cap_s", o.trace_idle_gap_cap},
+      {"system_idle_gap_cap_s", o.system_idle_gap_cap},
+      {"sampler", o.sampler},
+      {"seed", o.seed},
+      {"drain_timeout_s", o.drain_timeout},
+      {"time_scale", o.time_scale},
+      {"gpus", o.gpus},
+      {"slo", o.slo},
+      {"isl_scale", o.isl_scale},
+      {"osl_scale", o.osl_scale},
+      {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json()},
+      {"scaled", !s.traces.transform.identity()},
+      {"trace_transform", bench::transform_json(s.traces.transform, s.traces.stats)},
+      {"endpoint", "completions"},
+      {"model", s.model.name},
+      {"profile", o.profile},
+      {"kv_cache_bytes", s.kv_cache_bytes},
+      {"gpu_memory_utilization", o.gpu_memory_utilization},
+      {"block_size", sc.block_size},
+      {"num_kv_blocks", sc.num_kv_blocks},
+      {"max_model_len", sc.max_model_len},
+      {"max_num_seqs", sc.max_num_seqs},
+      {"max_num_batched_tokens", sc.max_num_batched_tokens},
+      {"schedule", std::string(schedule_kind_name(sc.schedule))},
+      {"enable_prefix_caching", sc.enable_prefix_caching},
+      {"long_prefill_token_threshold", sc.long_prefill_token_threshold},
+      {"cudagraph_capture_sizes", o.engine.cudagraph_capture_sizes},
+      {"speculative_tokens", sc.speculative.speculative_tokens},
+      {"delayer", d.active() ? "on" : "off"},
+      {"prefill_decode_interval", d.prefill_decode_interval},
+      {"prefill_delayer_max_queue_ms",
+       d.max_queue_ms ? nlohmann::json(*d.max_queue_ms) : nlohmann::json()},
+      {"prefill_delayer_target_fill", d.target_fill},
+      {"prefill_delayer_ttft_max_ticks", d.ttft_max_ticks},
+      {"prefill_delayer_partial_max_ticks", d.partial_max_ticks},
+      {"prefill_delayer_stall_ticks", d.stall_ticks},
+      {"prefill_delayer_kv_high", d.kv_high},
+      {"prefill_delayer_kv_low", d.kv_low ? nlohmann::json(*d.kv_low) : nlohmann::json()},
+  };
+}
+
+// Runs one point and writes its files; returns the summary and the delayer's hold rate.
+std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, const SimSetup& s,
+                                                           int concurrency,
+                                                           const std::string& dir) {
+  const sim::SimRun run = sim::run_sim(s.traces, run_config(o, s, concurrency), *s.profile.cost);
+  if (run.abort_reason) spdlog::error("sim: {}", *run.abort_reason);
+  const nlohmann::json simulator = {{"profile", s.profile.json},
+                                    {"cost_model", s.profile.cost->describe()},
+                                    {"engine", sim::sim_engine_json(run)}};
+  std::optional<double> hold_rate;
+  if (run.engine.delayer) hold_rate = run.engine.delayer->hold_rate();
+  nlohmann::json settings = settings_json(o, s, concurrency);
+  settings["abort_reason"] =
+      run.abort_reason ? nlohmann::json(*run.abort_reason) : nlohmann::json();
+  settings["hold_rate"] = hold_rate ? nlohmann::json(*hold_rate) : nlohmann::json();
+  sim::write_sim_files(dir, run, settings, simulator);
+  try {
+    bench::write_report_html(dir);
+  } catch (const Error& e) {
+    spdlog::warn("sim: report.html not written: {}", e.what());
+  }
+  spdlog::info("sim: concurrency {}: {} requests ok, {} failed, {:.0f} s of virtual time -> {}",
+               concurrency, run.summary.requests_completed, run.summary.requests_failed,
+               static_cast<double>(run.end_ns) / 1e9, dir);
+  if (run.summary.context_overflows > 0) {
+    spdlog::warn("sim: {} requests exceeded max_model_len {} (raise it with --max-model-len)",
+                 run.summary.context_overflows, s.engine.scheduler.max_model_len);
+  }
+  return {run.summary, hold_rate};
+}
+
+}  // namespace
+
+void add_sim_options(CLI::App& cmd, SimOptions& o) {
+  cmd.add_option("--traces", o.traces, "AgentX session file or directory, or Mooncake .jsonl")
+      ->required();
+  cmd.add_option("--concurrency", o.concurrency,
+                 "lanes (closed loop); a list such as 1,16,48 runs each into OUT/conc-N")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--out", o.out, "output directory")->capture_default_str();
+  cmd.add_option("--duration", o.duration, "seconds of profiling (virtual time)")
+      ->capture_default_str();
+  cmd.add_option("--profile", o.profile,
+                 "cost model: a GPU name (h200: analytic roofline) or a profile file")
+      ->capture_default_str();
+  cmd.add_option("--model", o.model, "model config: file, folder or shipped name")
+      ->capture_default_str();
+  cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
+                 "KV cache bytes, e.g. 64G (default: from the profile)");
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "fraction of GPU memory for weights and KV (roofline profiles)")
+      ->capture_default_str();
+  cmd.add_option("--seed", o.seed, "replay, prompt and sampling seed")->capture_default_str();
+  add_engine_options(cmd, o.engine);
+  // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
+  // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.
+  o.engine.delayer.enabled.reset();
+  cmd.add_option("--start-window", o.start_window, "first play starts in [lo,hi] of a session")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  cmd.add_option("--warmup-requests-per-lane", o.warmup_requests_per_lane,
+                 "one-token requests after each lane's primer")
+      ->capture_default_str();
+  cmd.add_option("--trace-idle-gap-cap", o.trace_idle_gap_cap, "longest think time, seconds")
+      ->capture_default_str();
+  cmd.add_option("--system-idle-gap-cap", o.system_idle_gap_cap,
+                 "longest all-idle gap, seconds (<= 0: none)")
+      ->capture_default_str();
+  cmd.add_option("--sampler", o.sampler, "which session a lane plays next")
+      ->check(CLI::IsMember({"sequential", "shuffle", "random"}))
+      ->capture_default_str();
+  cmd.add_option("--drain-timeout", o.drain_timeout, "seconds in-flight requests may finish")
+      ->capture_default_str();
+  cmd.add_option("--time-scale", o.time_scale, "Mooncake timestamps multiplied by this")
+      ->capture_default_str();
+  cmd.add_option("--max-isl", o.max_isl,
+                 "skip requests whose (scaled) input is longer; sessions are cut before them");
+  cmd.add_option("--isl-scale", o.isl_scale, "multiply input lengths and prefix blocks")
+      ->capture_default_str();
+  cmd.add_option("--osl-scale", o.osl_scale, "multiply output lengths")->capture_default_str();
+  cmd.add_option("--gpus", o.gpus, "divides the per-GPU throughputs")->capture_default_str();
+  cmd.add_option("--slo", o.slo, "goodput bounds in ms, e.g. \"ttft:2000 itl:50\"");
+}
+
+void run_sim_point(const SimOptions& o, int concurrency, const std::string& run_dir) {
+  const SimSetup setup = prepare(o);
+  run_point(o, setup, concurrency, run_dir);
+}
+
+int run_sim(const SimOptions& o) {
+  const SimSetup setup = prepare(o);
+  std::vector<bench::Summary> summaries;
+  std::vector<std::optional<double>> hold_rates;
+  for (int c : o.concurrency) {
+    const std::string dir =
+        o.concurrency.size() == 1
+            ? o.out
+            : (std::filesystem::path(o.out) / ("conc-" + std::to_string(c))).string();
+    auto [summary, hold_rate] = run_point(o, setup, c, dir);
+    summaries.push_back(std::move(summary));
+    hold_rates.push_back(hold_rate);
+  }
+  std::vector<bench::MarkdownRow> rows;
+  const bool delayer_on = setup.engine.scheduler.delayer.active();
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    rows.push_back({&summaries[i], o.concurrency[i], delayer_on ? "on" : "off", hold_rates[i]});
+  }
+  if (o.concurrency.size() > 1) {
+    bench::SweepManifest manifest;
+    manifest.settings = {{"concurrency", o.concurrency}, {"simulated", true}};
+    for (int c : o.concurrency) {
+      manifest.runs.push_back({"conc-" + std::to_string(c), c, delayer_on ? "on" : "off"});
+    }
+    bench::write_sweep_manifest(o.out, manifest);
+  }
+  std::printf("> **SIMULATED** (%s)\n", setup.profile.cost->describe().c_str());
+  if (!setup.traces.transform.identity()) {
+    std::printf("> **TRANSFORMED TRACE** (%s): lengths differ from the recording\n",
+                bench::describe_transform(setup.traces.transform).c_str());
+  }
+  std::printf("\n%s", bench::markdown_table(rows).c_str());
+  return 0;
+}
+
+}  // namespace paceline

@@ -1,0 +1,51 @@
+#pragma once
+// `paceline sim`: a benchmark run of paceline's own scheduler in virtual time, with a cost model
+// instead of a GPU. The engine flags of `serve`, the replay options of `bench`, and the files and
+// summary schema of `bench` (marked "simulated": true).
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/engine_options.h"
+
+namespace paceline {
+
+struct SimOptions {
+  // What is simulated.
+  std::string model = "qwen3-8b";  // config JSON, HF folder or shipped name
+  std::string profile = "h200";    // named GPU roofline, or a profile file
+  int64_t block_size = 16;
+  std::string kv_cache_memory;  // default: from the profile
+  double gpu_memory_utilization = 0.9;
+  uint64_t seed = 0;  // replay sampler, start window, prompts, default sampling seeds
+  EngineOptions engine;
+
+  // The replay, as `paceline bench` spells it.
+  std::string traces;
+  std::vector<int> concurrency = {1};  // several: one run each into OUT/conc-N, one table
+  double duration = 600;
+  std::string out = "sim-out";
+  std::vector<double> start_window = {0.25, 0.75};
+  int warmup_requests_per_lane = 10;
+  double trace_idle_gap_cap = 300;
+  double system_idle_gap_cap = 10;
+  std::string sampler = "sequential";
+  double drain_timeout = 120;
+  double time_scale = 1.0;  // open loop (Mooncake) only
+  std::optional<int64_t> max_isl;
+  double isl_scale = 1.0;
+  double osl_scale = 1.0;
+  int gpus = 1;
+  std::string slo;
+};
+
+void add_sim_options(CLI::App& cmd, SimOptions& options);
+int run_sim(const SimOptions& options);
+
+// One point of a sweep: the run at `concurrency`, its files written into `run_dir` (the traces are
+// read again for each point: about a second for the AgentX folder).
+void run_sim_point(const SimOptions& options, int concurrency, const std::string& run_dir);
+
+}  // namespace paceline

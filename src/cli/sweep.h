@@ -1,0 +1,46 @@
+#pragma once
+// `paceline sweep --concurrency 1,4,16,48 --out DIR [bench options]`: one `paceline bench` run
+// per concurrency into DIR/conc-N, sweep.json listing them, then the sweep's table on stdout and
+// its report (sweep.md, report.html with the Pareto chart). With `--sim` each point is a
+// `paceline sim` run instead, and the other options are sim's.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace paceline {
+
+struct SweepOptions {
+  std::vector<int> concurrencies;
+  std::string out = "sweep";
+  bool sim = false;
+  // Every other argument, handed to each point as `paceline bench` (or `paceline sim`) options.
+  std::vector<std::string> point_args;
+};
+
+// How one point ended.
+enum class SweepPoint {
+  kDone,       // its run directory is complete
+  kCancelled,  // Ctrl-C: the sweep stops after it
+  kFailed,     // a failed warmup: the sweep stops after it
+};
+
+// Runs one point: leaves a run directory (summary.json, records.jsonl, report.html) at `run_dir`.
+using SweepPointRunner = std::function<SweepPoint(int concurrency, const std::string& run_dir)>;
+
+void add_sweep_options(CLI::App& cmd, SweepOptions& options);
+
+// The runner for `paceline sweep`: parses `point_args` as sim's options with --sim, else as
+// bench's, once, so a bad flag fails before the first point runs.
+SweepPointRunner sweep_point_runner(const SweepOptions& options);
+
+// Runs every point in the order given, rewriting sweep.json after each (a sweep cut short still
+// has a report of what ran), then writes and prints the sweep report. A point that wrote
+// summary.json is listed even when it failed or was cancelled (its row says so). Exit status: 0,
+// 1 when a point failed, 130 when one was cancelled.
+int run_sweep(const SweepOptions& options, const SweepPointRunner& run_point);
+
+// The run directory's name for one point: "conc-16" (what `paceline sim` uses too).
+std::string sweep_point_dir(int concurrency);
+
+}  // namespace paceline

@@ -1,0 +1,300 @@
+#include "sim/profile_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+
+namespace paceline::sim {
+
+namespace {
+
+const char* kind_name(ForwardKind kind) {
+  switch (kind) {
+    case ForwardKind::kPrefill:
+      return "prefill";
+    case ForwardKind::kDecode:
+      return "decode";
+    case ForwardKind::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+ForwardKind parse_kind(const std::string& name, const std::string& where) {
+  if (name == "prefill") return ForwardKind::kPrefill;
+  if (name == "decode") return ForwardKind::kDecode;
+  if (name == "mixed") return ForwardKind::kMixed;
+  fail("{}: unknown kind '{}' (prefill, decode or mixed)", where, name);
+}
+
+int64_t count(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 0) {
+    fail("{}: '{}' must be a non-negative integer", where, key);
+  }
+  return j[key].get<int64_t>();
+}
+
+// Hat-function weights of `x` over `knots`: F(x) = sum of weight * value. Below the first knot F
+// is flat; past the last it continues the last segment's slope.
+std::vector<std::pair<size_t, double>> hat(const std::vector<double>& knots, double x) {
+  const size_t k = knots.size();
+  if (k == 1 || x <= knots.front()) return {{0, 1.0}};
+  size_t i = 0;
+  while (i + 2 < k && x > knots[i + 1]) ++i;
+  const double w = (x - knots[i]) / (knots[i + 1] - knots[i]);
+  return {{i, 1.0 - w}, {i + 1, w}};
+}
+
+// Solves the square system m * x = rhs in place by Gaussian elimination with partial pivoting.
+std::vector<double> solve(std::vector<std::vector<double>> m, std::vector<double> rhs) {
+  const size_t n = rhs.size();
+  for (size_t c = 0; c < n; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < n; ++r) {
+      if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+    }
+    std::swap(m[c], m[pivot]);
+    std::swap(rhs[c], rhs[pivot]);
+    if (m[c][c] == 0) continue;  // a column nobody uses: its unknown stays 0
+    for (size_t r = c + 1; r < n; ++r) {
+      const double f = m[r][c] / m[c][c];
+      if (f == 0) continue;
+      for (size_t j = c; j < n; ++j) m[r][j] -= f * m[c][j];
+      rhs[r] -= f * rhs[c];
+    }
+  }
+  std::vector<double> x(n, 0.0);
+  for (size_t c = n; c-- > 0;) {
+    if (m[c][c] == 0) continue;
+    double s = rhs[c];
+    for (size_t j = c + 1; j < n; ++j) s -= m[c][j] * x[j];
+    x[c] = s / m[c][c];
+  }
+  return x;
+}
+
+struct Sample {
+  double rows, context, attention, logits, time_us;
+};
+
+// Weighted least squares (weights 1/time: relative error) over the knots' values and the linear
+// terms still in `use`.
+KindFit fit_once(const std::vector<Sample>& samples, const std::vector<double>& knots,
+                 const std::vector<bool>& use) {
+  const size_t k = knots.size(), n = k + 3;
+  std::vector<std::vector<double>> ata(n, std::vector<double>(n, 0.0));
+  std::vector<double> atb(n, 0.0);
+  std::vector<double> scale(3, 1.0);  // columns scaled to about 1 for conditioning
+  for (const Sample& s : samples) {
+    scale[0] = std::max(scale[0], s.context);
+    scale[1] = std::max(scale[1], s.attention);
+    scale[2] = std::max(scale[2], s.logits);
+  }
+  for (const Sample& s : samples) {
+    std::vector<double> row(n, 0.0);
+    for (auto [i, w] : hat(knots, s.rows)) row[i] = w;
+    const double extra[3] = {s.context, s.attention, s.logits};
+    for (size_t j = 0; j < 3; ++j) row[k + j] = use[j] ? extra[j] / scale[j] : 0.0;
+    const double w2 = 1.0 / (s.time_us * s.time_us);
+    for (size_t a = 0; a < n; ++a) {
+      if (row[a] == 0) continue;
+      for (size_t b = 0; b < n; ++b) ata[a][b] += w2 * row[a] * row[b];
+      atb[a] += w2 * row[a] * s.time_us;
+    }
+  }
+  // The ridge falls on the linear terms only: a term that the curve F can stand in for (a
+  // constant LM-head row count, a decode's logit rows) is left to F.
+  double trace = 0;
+  for (size_t i = 0; i < n; ++i) trace += ata[i][i];
+  for (size_t j = k; j < n; ++j) ata[j][j] += 1e-6 * trace / static_cast<double>(n);
+  const std::vector<double> x = solve(ata, atb);
+
+  KindFit fit;
+  fit.knots = knots;
+  fit.values_us.assign(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(k));
+  fit.per_context_us = x[k] / scale[0];
+  fit.per_attention_us = x[k + 1] / scale[1];
+  fit.per_logit_row_us = x[k + 2] / scale[2];
+  fit.num_points = static_cast<int64_t>(samples.size());
+  return fit;
+}
+
+KindFit fit_kind(const std::vector<Sample>& samples) {
+  if (samples.empty()) return {};
+  std::vector<double> knots;
+  for (const Sample& s : samples) knots.push_back(s.rows);
+  std::sort(knots.begin(), knots.end());
+  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
+  // At most one knot per two points, so that the linear terms stay identifiable (a knot per point
+  // would let F explain everything): the first, the last and evenly spaced ones between.
+  const size_t most = std::max<size_t>(2, samples.size() / 2);
+  if (knots.size() > most) {
+    std::vector<double> kept;
+    for (size_t i = 0; i < most; ++i) kept.push_back(knots[i * (knots.size() - 1) / (most - 1)]);
+    knots = std::move(kept);
+  }
+  // Drop a linear term the fit prices below zero and fit again: every price stays >= 0.
+  std::vector<bool> use(3, true);
+  KindFit fit;
+  for (;;) {
+    fit = fit_once(samples, knots, use);
+    const double terms[3] = {fit.per_context_us, fit.per_attention_us, fit.per_logit_row_us};
+    size_t worst = 3;
+    for (size_t j = 0; j < 3; ++j) {
+      if (use[j] && terms[j] < 0 && (worst == 3 || terms[j] < terms[worst])) worst = j;
+    }
+    if (worst == 3) break;
+    use[worst] = false;
+  }
+  // More rows never cost less time.
+  double floor = 0;
+  for (double& v : fit.values_us) floor = v = std::max(v, floor);
+  double sq = 0;
+  for (const Sample& s : samples) {
+    const double e = fit.predict_us(s.rows, s.context, s.attention, s.logits) / s.time_us - 1.0;
+    sq += e * e;
+  }
+  fit.rms_relative_error = std::sqrt(sq / static_cast<double>(samples.size()));
+  return fit;
+}
+
+}  // namespace
+
+StepWork point_work(const ProfilePoint& p) {
+  StepWork w;
+  w.kind = p.kind;
+  w.num_seqs = p.batch;
+  w.tokens = p.tokens;
+  w.context = p.context;
+  w.attention = p.attention;
+  w.logit_rows = p.logit_rows;
+  return w;
+}
+
+double KindFit::predict_us(double rows, double context, double attention, double logit_rows) const {
+  double f = 0;
+  if (knots.size() > 1 && rows > knots.back()) {
+    // Past the last knot: the last segment's slope, never negative.
+    const size_t k = knots.size();
+    const double slope = (values_us[k - 1] - values_us[k - 2]) / (knots[k - 1] - knots[k - 2]);
+    f = values_us[k - 1] + std::max(0.0, slope) * (rows - knots[k - 1]);
+  } else {
+    for (auto [i, w] : hat(knots, rows)) f += w * values_us[i];
+  }
+  return f + per_context_us * context + per_attention_us * attention +
+         per_logit_row_us * logit_rows;
+}
+
+nlohmann::json profile_table_to_json(const ProfileTable& t) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const ProfilePoint& p : t.points) {
+    points.push_back({{"kind", kind_name(p.kind)},
+                      {"batch", p.batch},
+                      {"tokens", p.tokens},
+                      {"context", p.context},
+                      {"attention", p.attention},
+                      {"logit_rows", p.logit_rows},
+                      {"time_us", std::round(p.time_us * 1000) / 1000}});
+  }
+  return {{"type", "measured"},
+          {"device", t.device},
+          {"model", t.model},
+          {"executor", t.executor},
+          {"kv_cache_bytes", t.kv_cache_bytes},
+          {"kv_element_bytes", t.kv_element_bytes},
+          {"block_size", t.block_size},
+          {"graph_padding", t.graph_padding},
+          {"eager_overhead_us", t.eager_overhead_us},
+          {"repeats", t.repeats},
+          {"notes", t.notes},
+          {"points", points}};
+}
+
+ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || j.value("type", "") != "measured") {
+    fail("{}: not a measured profile (\"type\": \"measured\")", where);
+  }
+  ProfileTable t;
+  try {
+    t.device = j.value("device", "");
+    t.model = j.value("model", "");
+    t.executor = j.value("executor", "");
+    t.kv_cache_bytes = j.value("kv_cache_bytes", int64_t{0});
+    t.kv_element_bytes = j.value("kv_element_bytes", int64_t{4});
+    t.block_size = j.value("block_size", int64_t{16});
+    t.graph_padding = j.value("graph_padding", false);
+    t.eager_overhead_us = j.value("eager_overhead_us", 0.0);
+    t.repeats = j.value("repeats", 1);
+    t.notes = j.value("notes", std::vector<std::string>{});
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: {}", where, e.what());
+  }
+  if (t.kv_element_bytes < 1) fail("{}: kv_element_bytes must be at least 1", where);
+  if (!j.contains("points") || !j["points"].is_array()) fail("{}: 'points' must be a list", where);
+  for (size_t i = 0; i < j["points"].size(); ++i) {
+    const nlohmann::json& p = j["points"][i];
+    const std::string at = fmt::format("{}: points[{}]", where, i);
+    if (!p.is_object()) fail("{} must be an object", at);
+    ProfilePoint pt;
+    pt.kind = parse_kind(p.value("kind", ""), at);
+    pt.batch = count(p, "batch", at);
+    pt.tokens = count(p, "tokens", at);
+    pt.context = count(p, "context", at);
+    pt.attention = count(p, "attention", at);
+    pt.logit_rows = count(p, "logit_rows", at);
+    if (!p.contains("time_us") || !p["time_us"].is_number() || !(p["time_us"].get<double>() > 0)) {
+      fail("{}: 'time_us' must be a positive number", at);
+    }
+    pt.time_us = p["time_us"].get<double>();
+    if (pt.batch < 1 || pt.tokens < pt.batch) fail("{}: needs 1 <= batch <= tokens", at);
+    t.points.push_back(pt);
+  }
+  return t;
+}
+
+TableFit fit_profile_table(const ProfileTable& t) {
+  std::map<ForwardKind, std::vector<Sample>> by_kind;
+  for (const ProfilePoint& p : t.points) {
+    by_kind[p.kind].push_back({static_cast<double>(p.tokens), static_cast<double>(p.context),
+                               static_cast<double>(p.attention), static_cast<double>(p.logit_rows),
+                               p.time_us});
+  }
+  TableFit fit;
+  fit.prefill = fit_kind(by_kind[ForwardKind::kPrefill]);
+  fit.decode = fit_kind(by_kind[ForwardKind::kDecode]);
+  fit.mixed = fit_kind(by_kind[ForwardKind::kMixed]);
+  if (fit.prefill.empty() || fit.decode.empty()) {
+    fail("profile of {} on {}: needs prefill and decode points", t.model, t.device);
+  }
+  return fit;
+}
+
+TableCostModel::TableCostModel(ProfileTable table)
+    : table_(std::move(table)), fit_(fit_profile_table(table_)) {}
+
+int64_t TableCostModel::step_time_ns(const StepWork& w) const {
+  if (w.num_seqs == 0) return 0;
+  const KindFit* fit = &fit_.prefill;
+  if (w.kind == ForwardKind::kDecode) fit = &fit_.decode;
+  if (w.kind == ForwardKind::kMixed && !fit_.mixed.empty()) fit = &fit_.mixed;
+  const bool padded = table_.graph_padding && w.kind == ForwardKind::kDecode;
+  const int64_t padding = padded ? w.padding_rows : 0;
+  double us = fit->predict_us(static_cast<double>(w.tokens + padding),
+                              static_cast<double>(w.context), static_cast<double>(w.attention),
+                              static_cast<double>(w.logit_rows + padding));
+  if (padded && w.graph_batch == 0) us += table_.eager_overhead_us;
+  return std::max<int64_t>(1, std::llround(us * 1000));
+}
+
+std::string TableCostModel::describe() const {
+  return fmt::format("measured {} on {} ({} points; fit rms error prefill {:.1f}%, decode {:.1f}%)",
+                     table_.model, table_.executor.empty() ? table_.device : table_.executor,
+                     table_.points.size(), fit_.prefill.rms_relative_error * 100,
+                     fit_.decode.rms_relative_error * 100);
+}
+
+}  // namespace paceline::sim

@@ -1,0 +1,82 @@
+#pragma once
+// The analytic profile of a GPU: a step takes the larger of its bytes over the achievable memory
+// bandwidth and its FLOPs over the matrix rate, plus a fixed per-step overhead. It stands in for a
+// measured profile until one exists; docs/simulator.md states every assumption and its source.
+//
+// A forward is two kinds of kernels run one after the other, so the roofline is applied to each:
+//   linear layers: max(weight bytes / bw, 2 * params * rows / rate(rows))
+//   attention:     max(KV bytes read and written / bw, 4 * layers * q_size * pairs / attn_rate)
+// with rate(M) = matrix_flops * M / (M + matrix_half_m): small-M GEMMs run far below peak. A
+// decode that replays a CUDA graph pays `step_overhead_us`; any other step runs eagerly and pays
+// the larger of its GPU time and the kernel launches of every layer.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "sim/cost_model.h"
+
+namespace paceline::sim {
+
+struct GpuSpec {
+  std::string name;
+  double memory_bytes = 0;               // device memory
+  double copy_bandwidth = 0;             // bytes/s, device-to-device copy (read + written)
+  double bandwidth_fraction = 0;         // of copy_bandwidth that a whole forward achieves
+  double matrix_flops = 0;               // dense bf16 GEMM rate at large M, FLOP/s
+  double matrix_half_m = 0;              // rows at which a GEMM runs at half that rate
+  double attention_flops = 0;            // attention kernel rate, FLOP/s
+  double step_overhead_us = 0;           // scheduling, input preparation, sampling: every step
+  double eager_launch_us_per_layer = 0;  // kernel launches of one layer without a graph
+  int64_t weight_element_bytes = 2;      // bf16
+  int64_t kv_element_bytes = 2;          // bf16
+  std::vector<std::string> assumptions;  // where each figure comes from
+
+  double bandwidth() const { return copy_bandwidth * bandwidth_fraction; }
+};
+
+// Named GPUs ("h200"); paceline::Error for any other name.
+GpuSpec gpu_spec_named(const std::string& name);
+bool is_named_gpu(const std::string& name);
+
+// The profile file form: {"type": "roofline", "gpu": {...}}.
+nlohmann::json gpu_spec_to_json(const GpuSpec& gpu);
+GpuSpec gpu_spec_from_json(const nlohmann::json& j, const std::string& where);
+
+// Bytes of the weights a forward reads: every parameter except an untied input embedding table
+// (a lookup touches only the rows of its tokens).
+int64_t weight_bytes_read(const ModelConfig& model, int64_t element_bytes);
+// KV cache memory: memory * gpu_memory_utilization - all the weights. Throws when nothing is left.
+int64_t roofline_kv_cache_bytes(const GpuSpec& gpu, const ModelConfig& model,
+                                double gpu_memory_utilization);
+
+class RooflineCostModel final : public CostModel {
+ public:
+  RooflineCostModel(GpuSpec gpu, ModelConfig model);
+
+  int64_t step_time_ns(const StepWork& work) const override;
+  std::string describe() const override;
+
+  // The parts of a step's time, in seconds, for tests and the docs.
+  struct Parts {
+    double linear_s = 0;
+    double attention_s = 0;
+    double overhead_s = 0;
+    double total_s = 0;
+  };
+  Parts parts(const StepWork& work) const;
+  const GpuSpec& gpu() const { return gpu_; }
+
+ private:
+  GpuSpec gpu_;
+  ModelConfig model_;
+  double body_params_ = 0;  // per-token linear-layer parameters (no embedding, no LM head)
+  double head_params_ = 0;  // LM head
+  double weight_bytes_ = 0;
+  double kv_bytes_per_token_ = 0;
+  double attention_flops_per_pair_ = 0;
+};
+
+}  // namespace paceline::sim

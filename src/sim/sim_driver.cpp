@@ -1,0 +1,154 @@
+#include "sim/sim_driver.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "bench/report_files.h"
+#include "bench/virtual_driver.h"
+#include "sim/sim_transport.h"
+
+namespace paceline::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail("{}: cannot write", path.string());
+  out << text;
+  if (!out) fail("{}: write failed", path.string());
+}
+
+// The replay and the engine share one virtual clock; the scheduler reads it, run_virtual moves it.
+struct SimEngine {
+  SimEngine(const SimRunConfig& config, const CostModel& cost)
+      : scheduler(config.scheduler, clock),
+        executor(cost, KvCacheShape{config.scheduler.num_kv_blocks, config.scheduler.block_size}),
+        transport(scheduler, executor, clock, config.prompt) {}
+
+  VirtualClock clock;
+  Scheduler scheduler;
+  SimExecutor executor;
+  SimTransport transport;
+};
+
+}  // namespace
+
+SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform) {
+  SimTraces t;
+  t.path = path;
+  t.transform = transform;
+  if (!fs::exists(path)) fail("--traces {}: no such file or directory", path);
+  if (fs::is_regular_file(path) && fs::path(path).extension() == ".jsonl") {
+    t.open_loop = true;
+    t.records = bench::transform_records(bench::load_mooncake(path), transform,
+                                         bench::kMooncakeBlockSize, &t.stats);
+    if (t.records.empty()) fail("{}: no records", path);
+  } else {
+    t.sessions = bench::transform_sessions(bench::load_agentx(path), transform, &t.stats);
+    if (t.sessions.empty()) fail("{}: no sessions", path);
+  }
+  return t;
+}
+
+SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost) {
+  SimEngine engine(config, cost);
+  SimRun run;
+  if (traces.open_loop) {
+    bench::ArrivalReplayer replayer(traces.records, config.arrival, engine.transport);
+    bench::run_virtual(replayer, engine.transport, engine.clock);
+    run.records = replayer.log().records();
+  } else {
+    bench::SessionReplayer replayer(traces.sessions, config.session, engine.transport);
+    bench::run_virtual(replayer, engine.transport, engine.clock);
+    run.records = replayer.log().records();
+    run.profiling_start_ns = replayer.profiling_start_ns();
+    run.idle_skipped_ns = replayer.idle_skipped_ns();
+    run.abort_reason = replayer.abort_reason();
+  }
+  run.summary = bench::summarize(run.records, config.summary);
+  if (run.abort_reason) {
+    run.summary.valid = false;
+    run.summary.invalid_reasons.insert(run.summary.invalid_reasons.begin(), *run.abort_reason);
+  }
+  if (!traces.transform.identity()) {
+    run.summary.warnings.push_back(
+        fmt::format("transformed trace ({}): not comparable with full-trace runs",
+                    bench::describe_transform(traces.transform)));
+  }
+  run.engine = engine.scheduler.stats();
+  run.executor = engine.executor.stats();
+  run.end_ns = engine.clock.now_ns();
+  return run;
+}
+
+nlohmann::json sim_engine_json(const SimRun& run) {
+  const SchedulerStats& e = run.engine;
+  const SimExecutorStats& x = run.executor;
+  const double end_s = static_cast<double>(run.end_ns) / 1e9;
+  nlohmann::json j = {
+      {"virtual_end_s", end_s},
+      {"idle_skipped_s", static_cast<double>(run.idle_skipped_ns) / 1e9},
+      {"steps", x.steps},
+      {"prefill_steps", e.prefill_steps},
+      {"decode_steps", e.decode_steps},
+      {"mixed_steps", e.mixed_steps},
+      {"busy_s", static_cast<double>(x.busy_ns) / 1e9},
+      {"prefill_busy_s", static_cast<double>(x.prefill_busy_ns) / 1e9},
+      {"decode_busy_s", static_cast<double>(x.decode_busy_ns) / 1e9},
+      {"mixed_busy_s", static_cast<double>(x.mixed_busy_ns) / 1e9},
+      {"num_kv_blocks", e.num_kv_blocks},
+      {"prompt_tokens", e.prompt_tokens},
+      {"prefill_tokens", e.prefill_tokens},
+      {"generation_tokens", e.generation_tokens},
+      {"prefix_cache_queries", e.prefix_cache_queries},
+      {"prefix_cache_hits", e.prefix_cache_hits},
+      {"preemptions", e.preemptions},
+      {"finished_abort", e.finished_abort},
+      {"abort_reason", run.abort_reason ? nlohmann::json(*run.abort_reason) : nlohmann::json()},
+  };
+  if (e.delayer) {
+    const PrefillDelayerCounters& d = *e.delayer;
+    j["delayer"] = {{"decisions", d.decisions},
+                    {"hold", d.hold},
+                    {"hold_decode_interval", d.hold_decode_interval},
+                    {"hold_rate", d.hold_rate()},
+                    {"fire_first", d.fire_first},
+                    {"fire_vacuous", d.fire_vacuous},
+                    {"fire_nodecode", d.fire_nodecode},
+                    {"fire_kv", d.fire_kv},
+                    {"fire_queue_ms", d.fire_queue_ms},
+                    {"fire_ttft", d.fire_ttft},
+                    {"fire_partial", d.fire_partial},
+                    {"fire_fill", d.fire_fill},
+                    {"fire_stall", d.fire_stall}};
+  } else {
+    j["delayer"] = nullptr;
+  }
+  return j;
+}
+
+void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::json& settings,
+                     const nlohmann::json& simulator) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("{}: cannot create the output directory: {}", dir, ec.message());
+  std::ostringstream jsonl;
+  bench::write_records_jsonl(jsonl, run.records);
+  write_file(fs::path(dir) / "records.jsonl", jsonl.str());
+  nlohmann::json summary = bench::summary_to_json(run.summary, settings);
+  summary["simulated"] = true;
+  summary["hold_rate"] =
+      run.engine.delayer ? nlohmann::json(run.engine.delayer->hold_rate()) : nlohmann::json();
+  summary["simulator"] = simulator;
+  write_file(fs::path(dir) / "summary.json", summary.dump(2) + "\n");
+  std::ostringstream csv;
+  bench::write_summary_csv(csv, run.summary);
+  write_file(fs::path(dir) / "summary.csv", csv.str());
+}
+
+}  // namespace paceline::sim

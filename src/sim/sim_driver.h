@@ -1,0 +1,71 @@
+#pragma once
+// One simulated benchmark run: the traces replayed by the benchmark's own replayer against
+// paceline's own scheduler, with a cost model for the clock. Closed-loop AgentX sessions or
+// open-loop Mooncake arrivals, exactly as `paceline bench` replays them; no wall clock is read, so
+// the same inputs give the same records to the nanosecond.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/agentx_trace.h"
+#include "bench/arrival_replayer.h"
+#include "bench/mooncake_trace.h"
+#include "bench/record.h"
+#include "bench/session_replayer.h"
+#include "bench/summary.h"
+#include "bench/token_prompt.h"
+#include "bench/trace_transform.h"
+#include "sched/scheduler.h"
+#include "sim/cost_model.h"
+#include "sim/sim_executor.h"
+
+namespace paceline::sim {
+
+// The traces of a run: AgentX sessions (closed loop) or Mooncake records (open loop).
+struct SimTraces {
+  std::string path;
+  bool open_loop = false;
+  std::vector<bench::AgentxSession> sessions;
+  std::vector<bench::MooncakeRecord> records;
+  bench::TraceTransform transform;  // what --isl-scale, --osl-scale and --max-isl did
+  bench::TransformStats stats;
+};
+
+// A .jsonl file is Mooncake; anything else an AgentX session file or a directory of them. The
+// transform shrinks the trace as `paceline bench` does.
+SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform = {});
+
+struct SimRunConfig {
+  SchedulerConfig scheduler;           // num_kv_blocks and block_size filled in
+  bench::SessionReplayConfig session;  // closed loop
+  bench::ArrivalReplayConfig arrival;  // open loop
+  bench::TokenPromptConfig prompt;
+  bench::SummaryOptions summary;
+};
+
+struct SimRun {
+  std::vector<bench::RequestRecord> records;
+  bench::Summary summary;
+  SchedulerStats engine;
+  SimExecutorStats executor;
+  int64_t end_ns = 0;  // virtual time when the replay finished
+  std::optional<int64_t> profiling_start_ns;
+  int64_t idle_skipped_ns = 0;
+  std::optional<std::string> abort_reason;
+};
+
+SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost);
+
+// The engine's side of the run for the summary: steps, busy time, KV, prefix cache, preemptions
+// and the delayer's counters.
+nlohmann::json sim_engine_json(const SimRun& run);
+
+// records.jsonl, summary.json and summary.csv in `dir`, as `paceline bench` writes them; the
+// summary says "simulated": true and carries `simulator` (profile, engine counters).
+void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::json& settings,
+                     const nlohmann::json& simulator);
+
+}  // namespace paceline::sim

@@ -1,0 +1,149 @@
+// Whole simulated runs over the bundled AgentX traces: Qwen3-8B on the H200 roofline, the real
+// scheduler and the real replayer. Same inputs, same bytes; and the PrefillDelayer moves TTFT and
+// ITL the way the field measured (../shared/specs/prefill-delayer.md), and does nothing at c=1.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "bench/report_files.h"
+#include "model/config.h"
+#include "sim/sim_driver.h"
+#include "sim/sim_profile.h"
+
+namespace paceline::sim {
+namespace {
+
+constexpr int64_t kSec = 1'000'000'000;
+
+// Qwen3-8B serves 131,072 tokens (YaRN); the recorded sessions grow to 838k. Sessions are cut
+// before their first turn whose input plus the longest recorded output (18k) would not fit.
+constexpr int64_t kMaxModelLen = 131072;
+constexpr int64_t kMaxIsl = kMaxModelLen - 18432;
+
+const std::vector<bench::AgentxSession>& recorded() {
+  static const std::vector<bench::AgentxSession> sessions =
+      bench::load_agentx(PACELINE_SOURCE_DIR "/../shared/traces/agentx");
+  return sessions;
+}
+
+SimTraces traces_scaled(double isl_scale) {
+  SimTraces t;
+  t.transform = bench::TraceTransform{isl_scale, 1.0, kMaxIsl};
+  t.sessions = bench::transform_sessions(recorded(), t.transform, &t.stats);
+  return t;
+}
+
+const SimTraces& agentx() {
+  static const SimTraces traces = traces_scaled(1.0);
+  return traces;
+}
+
+struct H200 {
+  H200() : model(model_config_load("qwen3-8b")), profile(load_sim_profile("h200", model, 0.9)) {}
+  ModelConfig model;
+  SimProfile profile;
+};
+
+const H200& h200() {
+  static const H200 h;
+  return h;
+}
+
+SimRunConfig config(int concurrency, int64_t duration_s, int64_t interval) {
+  SimRunConfig c;
+  c.scheduler.max_model_len = kMaxModelLen;
+  c.scheduler.block_size = 16;
+  c.scheduler.num_kv_blocks =
+      h200().profile.kv_cache_bytes / (h200().model.kv_bytes_per_token(2) * 16);
+  c.scheduler.delayer.prefill_decode_interval = interval;
+  c.scheduler.delayer.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
+  c.session.concurrency = concurrency;
+  c.session.sampler = bench::SamplerKind::kShuffle;
+  c.session.seed = 7;
+  c.session.duration_ns = duration_s * kSec;
+  return c;
+}
+
+std::string files_of(const SimRun& run) {
+  std::ostringstream out;
+  bench::write_records_jsonl(out, run.records);
+  out << bench::summary_to_json(run.summary, {}).dump(2) << sim_engine_json(run).dump(2);
+  return out.str();
+}
+
+TEST(SimRun, TheSameInputsGiveTheSameBytes) {
+  const SimRunConfig c = config(8, 300, 4);
+  const SimRun a = run_sim(agentx(), c, *h200().profile.cost);
+  const SimRun b = run_sim(agentx(), c, *h200().profile.cost);
+  EXPECT_FALSE(a.abort_reason) << *a.abort_reason;
+  EXPECT_GT(a.summary.requests_completed, 20);
+  EXPECT_EQ(files_of(a), files_of(b));
+}
+
+TEST(SimRun, UsesTheRealEnginesKvPrefixCacheAndCounters) {
+  const SimRun run = run_sim(agentx(), config(8, 300, 0), *h200().profile.cost);
+  EXPECT_TRUE(run.summary.valid) << run.summary.invalid_reasons.size();
+  EXPECT_EQ(run.summary.requests_failed, 0);
+  // Agentic turns re-send their context: the real prefix cache serves most of every prompt.
+  EXPECT_GT(run.summary.prefix_cache_hit, 0.8);
+  EXPECT_LE(run.summary.prefix_cache_hit, run.summary.trace_prefix_hit + 1e-9);
+  EXPECT_EQ(run.engine.prefix_cache_hits > 0, true);
+  EXPECT_GT(run.executor.steps, 1000);
+  EXPECT_EQ(run.engine.prefill_steps + run.engine.decode_steps + run.engine.mixed_steps,
+            run.executor.steps);
+  EXPECT_FALSE(run.engine.delayer);  // interval 0 and no queue limit: no delayer
+}
+
+struct Pair {
+  SimRun off, on;
+};
+
+Pair delayer_pair(const SimTraces& traces, SimRunConfig c) {
+  c.scheduler.delayer.prefill_decode_interval = 0;
+  SimRun off = run_sim(traces, c, *h200().profile.cost);
+  c.scheduler.delayer.prefill_decode_interval = 16;
+  SimRun on = run_sim(traces, c, *h200().profile.cost);
+  return {std::move(off), std::move(on)};
+}
+
+// Where the sessions' KV fits (contexts scaled to a tenth), the delayer does what the field
+// measured: held prefills are coalesced into fewer forwards, decodes are protected, and TTFT pays
+// for it. The ITL gain is small in this model: a dense model's prefill of more than a few hundred
+// tokens is compute-bound, so a coalesced forward saves only a pass over the weights
+// (docs/simulator.md, "The delayer in the simulator").
+TEST(SimRun, DelayerTradesTtftForItlWhenTheKvCacheHoldsTheSessions) {
+  const Pair p = delayer_pair(traces_scaled(0.1), config(32, 600, 0));
+  ASSERT_TRUE(p.on.engine.delayer);
+  EXPECT_GT(p.on.engine.delayer->hold, 0);
+  EXPECT_GT(p.off.summary.prefix_cache_hit, 0.8);
+  EXPECT_LT(p.on.engine.prefill_steps, p.off.engine.prefill_steps);
+  EXPECT_GT(p.on.summary.ttft_ms.p50, 2 * p.off.summary.ttft_ms.p50);
+  EXPECT_LT(p.on.summary.itl_ms.p50, p.off.summary.itl_ms.p50);
+}
+
+// One H200 holds 0.8M tokens of Qwen3-8B KV, less than 16 agentic sessions need. Holding a
+// prefill then lets the other sessions evict the prefix it would have hit: the hit rate falls and
+// the recomputation costs TTFT on top of the hold.
+TEST(SimRun, DelayerCostsPrefixHitsWhenTheKvCacheIsShort) {
+  const Pair p = delayer_pair(agentx(), config(16, 600, 0));
+  EXPECT_LT(p.on.summary.prefix_cache_hit, 0.8 * p.off.summary.prefix_cache_hit);
+  EXPECT_GT(p.on.engine.prefill_tokens, p.off.engine.prefill_tokens);
+  EXPECT_GT(p.on.summary.ttft_ms.p50, p.off.summary.ttft_ms.p50);
+  // What it still buys: a long prompt's chunks alternate with decode passes, so no decode waits
+  // behind all of them at once.
+  EXPECT_LT(p.on.summary.itl_ms.p90, p.off.summary.itl_ms.p90);
+}
+
+// With nothing else decoding, no pass is ever held: a lone lane runs exactly as without delayer.
+TEST(SimRun, DelayerChangesNothingAtConcurrency1) {
+  const Pair p = delayer_pair(agentx(), config(1, 600, 0));
+  ASSERT_TRUE(p.on.engine.delayer);
+  EXPECT_EQ(p.on.engine.delayer->hold, 0);
+  std::ostringstream off, on;
+  bench::write_records_jsonl(off, p.off.records);
+  bench::write_records_jsonl(on, p.on.records);
+  EXPECT_EQ(on.str(), off.str());
+}
+
+}  // namespace
+}  // namespace paceline::sim
