@@ -6,14 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "bench/json_number.h"
 #include "bench/report_read.h"
 #include "bench/stats.h"
 
 namespace paceline::bench {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<double> finite_values(const std::vector<double>& values) {
   std::vector<double> out;
@@ -26,10 +25,6 @@ std::vector<double> finite_values(const std::vector<double>& values) {
 double median_of(const std::vector<double>& values) {
   std::vector<double> v = finite_values(values);
   return v.empty() ? kNaN : percentile(std::move(v), 50);
-}
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 nlohmann::json numbers(const std::vector<double>& values) {

@@ -51,10 +51,6 @@ struct GetOp {
 
 const std::vector<std::string> kMetricPrefixes = {"paceline:", "vllm:", "sglang:"};
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 void async_http_get(asio::io_context& io, const HttpUrl& url, const std::string& path,
@@ -141,7 +137,7 @@ std::vector<std::pair<std::string, double>> parse_prometheus_text(
     }
     std::string_view series = line.substr(0, end);
     std::string_view name = series.substr(0, series.find('{'));
-    if (ends_with(name, "_bucket") || end >= line.size()) continue;
+    if (std::string_view(name).ends_with("_bucket") || end >= line.size()) continue;
     std::string value(line.substr(end + 1));
     char* parsed_end = nullptr;
     double v = std::strtod(value.c_str(), &parsed_end);
@@ -204,11 +200,11 @@ void MetricsScraper::on_answer(int64_t t_ns, const HttpGetResult& answer) {
     series[name] = value;
     if (server_family_.empty()) server_family_ = name.substr(0, name.find(':'));
     std::string_view base = std::string_view(name).substr(0, name.find('{'));
-    if (ends_with(base, "prefill_delayer_decisions_total")) {
+    if (std::string_view(base).ends_with("prefill_delayer_decisions_total")) {
       has_counters = true;
       hold.decisions += value;
       if (name.find("outcome=\"hold\"") != std::string::npos) hold.holds += value;
-    } else if (ends_with(base, "prefill_delayer_hold_rate")) {
+    } else if (std::string_view(base).ends_with("prefill_delayer_hold_rate")) {
       hold.gauge = value;
     }
   }

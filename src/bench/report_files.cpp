@@ -7,14 +7,11 @@
 #include <utility>
 
 #include "base/error.h"
+#include "bench/json_number.h"
 
 namespace paceline::bench {
 
 namespace {
-
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
 
 nlohmann::json seconds_or_null(int64_t ns) {
   return ns < 0 ? nlohmann::json(nullptr) : nlohmann::json(static_cast<double>(ns) / 1e9);

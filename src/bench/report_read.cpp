@@ -6,17 +6,11 @@
 #include <limits>
 
 #include "base/error.h"
+#include "bench/json_number.h"
 
 namespace paceline::bench {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
-}
 
 int64_t count(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -32,15 +26,15 @@ Distribution distribution(const nlohmann::json& j, const char* key) {
   }
   const nlohmann::json& o = *it;
   d.count = static_cast<size_t>(count(o, "count"));
-  d.mean = number(o, "mean");
-  d.std = number(o, "std");
-  d.min = number(o, "min");
-  d.max = number(o, "max");
-  d.p50 = number(o, "p50");
-  d.p75 = number(o, "p75");
-  d.p90 = number(o, "p90");
-  d.p95 = number(o, "p95");
-  d.p99 = number(o, "p99");
+  d.mean = number_or_nan(o, "mean");
+  d.std = number_or_nan(o, "std");
+  d.min = number_or_nan(o, "min");
+  d.max = number_or_nan(o, "max");
+  d.p50 = number_or_nan(o, "p50");
+  d.p75 = number_or_nan(o, "p75");
+  d.p90 = number_or_nan(o, "p90");
+  d.p95 = number_or_nan(o, "p95");
+  d.p99 = number_or_nan(o, "p99");
   return d;
 }
 
@@ -48,10 +42,10 @@ Interactivity interactivity(const nlohmann::json& j, const char* key, const char
   static const nlohmann::json kEmpty = nlohmann::json::object();
   auto it = j.find(key);
   const nlohmann::json& o = it != j.end() && it->is_object() ? *it : kEmpty;
-  Interactivity i{number(o, "p50"), number(o, "p75"), number(o, "p90"), number(o, "p95"),
-                  number(o, "p99")};
+  Interactivity i{number_or_nan(o, "p50"), number_or_nan(o, "p75"), number_or_nan(o, "p90"),
+                  number_or_nan(o, "p95"), number_or_nan(o, "p99")};
   // The headline key is the one the issue names; the object is the fallback.
-  if (double headline = number(j, p90_key); std::isfinite(headline)) i.p90 = headline;
+  if (double headline = number_or_nan(j, p90_key); std::isfinite(headline)) i.p90 = headline;
   return i;
 }
 
@@ -95,10 +89,10 @@ bool truthy(const nlohmann::json& j, const char* key) {
 std::vector<std::string> scaling_of(const nlohmann::json& settings) {
   std::vector<std::string> out;
   for (const char* key : {"isl_scale", "osl_scale"}) {
-    double v = number(settings, key);
+    double v = number_or_nan(settings, key);
     if (std::isfinite(v) && v != 1.0) out.push_back(fmt::format("--{} {}", key, v));
   }
-  double max_isl = number(settings, "max_isl");
+  double max_isl = number_or_nan(settings, "max_isl");
   if (std::isfinite(max_isl) && max_isl > 0) {
     out.push_back(fmt::format("--max-isl {} (longer requests skipped)", max_isl));
   }
@@ -145,20 +139,20 @@ Summary summary_from_json(const nlohmann::json& j) {
   s.interactivity = interactivity(j, "interactivity", "interactivity_p90");
   s.e2e_norm_interactivity =
       interactivity(j, "e2e_norm_interactivity", "e2e_norm_interactivity_p90");
-  s.duration_s = number(j, "duration_s");
+  s.duration_s = number_or_nan(j, "duration_s");
   s.input_tokens = count(j, "input_tokens");
   s.output_tokens = count(j, "output_tokens");
-  s.total_tok_s = number(j, "total_tok_s");
-  s.output_tok_s = number(j, "output_tok_s");
-  s.input_tok_s = number(j, "input_tok_s");
-  s.total_tok_s_per_gpu = number(j, "total_tok_s_per_gpu");
-  s.output_tok_s_per_gpu = number(j, "output_tok_s_per_gpu");
-  s.input_tok_s_per_gpu = number(j, "input_tok_s_per_gpu");
-  s.request_throughput = number(j, "request_throughput");
+  s.total_tok_s = number_or_nan(j, "total_tok_s");
+  s.output_tok_s = number_or_nan(j, "output_tok_s");
+  s.input_tok_s = number_or_nan(j, "input_tok_s");
+  s.total_tok_s_per_gpu = number_or_nan(j, "total_tok_s_per_gpu");
+  s.output_tok_s_per_gpu = number_or_nan(j, "output_tok_s_per_gpu");
+  s.input_tok_s_per_gpu = number_or_nan(j, "input_tok_s_per_gpu");
+  s.request_throughput = number_or_nan(j, "request_throughput");
   s.goodput_requests = count(j, "goodput_requests");
-  s.goodput = number(j, "goodput");
-  s.prefix_cache_hit = number(j, "prefix_cache_hit");
-  s.trace_prefix_hit = number(j, "trace_prefix_hit");
+  s.goodput = number_or_nan(j, "goodput");
+  s.prefix_cache_hit = number_or_nan(j, "prefix_cache_hit");
+  s.trace_prefix_hit = number_or_nan(j, "trace_prefix_hit");
   s.gpus = static_cast<int>(count(j, "gpus"));
   if (s.gpus <= 0) s.gpus = 1;
   if (auto it = j.find("slo"); it != j.end() && it->is_string())

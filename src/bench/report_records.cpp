@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "bench/json_number.h"
 #include "bench/stats.h"
 
 namespace paceline::bench {
@@ -16,12 +17,6 @@ namespace paceline::bench {
 namespace {
 
 constexpr double kBinS = 0.01;
-
-double number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>()
-                                          : std::numeric_limits<double>::quiet_NaN();
-}
 
 std::string text(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -82,12 +77,12 @@ RecordSeries read_record_series(const std::string& path, double bucket_s) {
     nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
     if (r.is_discarded() || !r.is_object()) fail("{}:{}: not a JSON object", path, line_no);
     if (text(r, "phase") != "profiling" || text(r, "status") != "ok") continue;
-    double start = number(r, "start_s"), first = number(r, "first_token_s");
-    double last = number(r, "last_token_s"), end = number(r, "end_s");
+    double start = number_or_nan(r, "start_s"), first = number_or_nan(r, "first_token_s");
+    double last = number_or_nan(r, "last_token_s"), end = number_or_nan(r, "end_s");
     if (!std::isfinite(last)) last = end;
     if (!std::isfinite(end)) end = last;
     if (!std::isfinite(start) || !std::isfinite(first) || !std::isfinite(last)) continue;
-    double osl_value = number(r, "osl");
+    double osl_value = number_or_nan(r, "osl");
     int64_t osl = std::isfinite(osl_value) ? static_cast<int64_t>(osl_value) : 0;
     ++s.profiling_ok;
     s.profiling_start_s = std::min(s.profiling_start_s, start);

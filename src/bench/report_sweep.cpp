@@ -112,6 +112,14 @@ SweepReport sweep_report(const std::string& sweep_dir) {
   for (const ParetoPoint& p : points) {
     if (std::isfinite(p.x) && std::isfinite(p.y)) ++report.points;
   }
+  for (const RunSummary& r : runs) {
+    report.simulated = report.simulated || r.simulated;
+    if (report.scaling.empty()) {
+      for (const std::string& part : r.scaling) {
+        report.scaling += (report.scaling.empty() ? "" : ", ") + part;
+      }
+    }
+  }
   std::string body;
   for (const RunSummary& r : runs) {
     if (r.simulated) {

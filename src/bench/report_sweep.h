@@ -22,6 +22,8 @@ struct SweepReport {
   std::string markdown;        // the seed-style table
   size_t points = 0;           // runs with both coordinates
   size_t frontier_points = 0;  // of those, on the Pareto frontier
+  bool simulated = false;      // some run came from the simulator
+  std::string scaling;         // a scaled run's transform, empty when every trace is the recording
 };
 
 SweepReport sweep_report(const std::string& sweep_dir);

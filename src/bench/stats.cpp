@@ -5,12 +5,11 @@
 #include <limits>
 
 #include "base/error.h"
+#include "bench/json_number.h"
 
 namespace paceline::bench {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // numpy's interpolation step: a + (b-a)*t below the midpoint, b - (b-a)*(1-t) from it on, which
 // keeps the result exact at both ends and is what makes our values bit-equal to numpy's.

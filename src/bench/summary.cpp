@@ -6,12 +6,11 @@
 #include <limits>
 
 #include "base/error.h"
+#include "bench/json_number.h"
 
 namespace paceline::bench {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Division, not multiplication by 1e-6, so whole ms stay exact.
 double ns_to_ms(int64_t ns) {

@@ -33,15 +33,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t to_ns(double seconds, const char* flag) {
-  if (!std::isfinite(seconds)) fail("{} must be a finite number of seconds", flag);
-  return std::llround(seconds * 1e9);
-}
-
-bench::TraceTransform transform_of(const BenchOptions& o) {
-  return {o.isl_scale, o.osl_scale, o.max_isl};
-}
-
 // The traces, transformed: AgentX sessions (a folder or a .json) or Mooncake records (.jsonl).
 struct LoadedTraces {
   bool open_loop = false;
@@ -52,16 +43,17 @@ struct LoadedTraces {
 
 LoadedTraces load_traces(const BenchOptions& o) {
   LoadedTraces t;
-  if (!fs::exists(o.traces)) fail("--traces {}: no such file or directory", o.traces);
-  bench::TraceTransform transform = transform_of(o);
-  if (fs::is_regular_file(o.traces) && fs::path(o.traces).extension() == ".jsonl") {
+  if (!fs::exists(o.replay.traces)) fail("--traces {}: no such file or directory", o.replay.traces);
+  bench::TraceTransform transform = o.replay.transform();
+  if (fs::is_regular_file(o.replay.traces) && fs::path(o.replay.traces).extension() == ".jsonl") {
     t.open_loop = true;
-    t.records = bench::transform_records(bench::load_mooncake(o.traces), transform,
+    t.records = bench::transform_records(bench::load_mooncake(o.replay.traces), transform,
                                          bench::kMooncakeBlockSize, &t.stats);
-    if (t.records.empty()) fail("{}: no records", o.traces);
+    if (t.records.empty()) fail("{}: no records", o.replay.traces);
   } else {
-    t.sessions = bench::transform_sessions(bench::load_agentx(o.traces), transform, &t.stats);
-    if (t.sessions.empty()) fail("{}: no sessions", o.traces);
+    t.sessions =
+        bench::transform_sessions(bench::load_agentx(o.replay.traces), transform, &t.stats);
+    if (t.sessions.empty()) fail("{}: no sessions", o.replay.traces);
   }
   return t;
 }
@@ -86,8 +78,8 @@ std::string utc_now() {
 
 nlohmann::json settings_json(const BenchOptions& o, const LoadedTraces& t, int concurrency,
                              const std::string& model) {
-  bench::TraceTransform transform = transform_of(o);
-  return {
+  bench::TraceTransform transform = o.replay.transform();
+  nlohmann::json settings = {
       {"mode", "bench"},
       {"simulated", false},
       {"paceline_version", PACELINE_VERSION},
@@ -95,27 +87,15 @@ nlohmann::json settings_json(const BenchOptions& o, const LoadedTraces& t, int c
       {"url", bench::parse_http_url(o.url).str()},
       {"model", model},
       {"endpoint", o.endpoint},
-      {"traces", o.traces},
       {"trace_kind", t.open_loop ? "mooncake" : "agentx"},
       {"open_loop", t.open_loop},
       {"concurrency", concurrency},
-      {"duration_s", o.duration},
-      {"start_window", o.start_window},
-      {"warmup_requests_per_lane", o.warmup_requests_per_lane},
-      {"trace_idle_gap_cap_s", o.trace_idle_gap_cap},
-      {"system_idle_gap_cap_s", o.system_idle_gap_cap},
-      {"sampler", o.sampler},
       {"seed", o.seed},
-      {"drain_timeout_s", o.drain_timeout},
-      {"time_scale", o.time_scale},
-      {"gpus", o.gpus},
-      {"slo", o.slo},
-      {"isl_scale", o.isl_scale},
-      {"osl_scale", o.osl_scale},
-      {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json(nullptr)},
       {"scaled", !transform.identity()},
       {"trace_transform", bench::transform_json(transform, t.stats)},
   };
+  settings.update(replay_settings_json(o.replay));
+  return settings;
 }
 
 // The table's delayer column: as given, else "on" when the server reports delayer decisions,
@@ -132,25 +112,25 @@ std::unique_ptr<bench::Replay> make_replay(const BenchOptions& o, const LoadedTr
                                            int concurrency, bench::Transport& transport) {
   if (t.open_loop) {
     bench::ArrivalReplayConfig c;
-    c.time_scale = o.time_scale;
-    c.trace_name = fs::path(o.traces).filename().string();
+    c.time_scale = o.replay.time_scale;
+    c.trace_name = fs::path(o.replay.traces).filename().string();
     c.seed = o.seed;
-    c.duration_ns = to_ns(o.duration, "--duration");
-    c.drain_timeout_ns = to_ns(o.drain_timeout, "--drain-timeout");
+    c.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
+    c.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
     return std::make_unique<bench::ArrivalReplayer>(t.records, c, transport);
   }
-  if (o.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
+  if (o.replay.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
   bench::SessionReplayConfig c;
   c.concurrency = concurrency;
-  c.sampler = bench::parse_sampler_kind(o.sampler);
+  c.sampler = bench::parse_sampler_kind(o.replay.sampler);
   c.seed = o.seed;
-  c.start_window_lo = o.start_window[0];
-  c.start_window_hi = o.start_window[1];
-  c.warmup_requests_per_lane = o.warmup_requests_per_lane;
-  c.trace_idle_gap_cap_ns = to_ns(o.trace_idle_gap_cap, "--trace-idle-gap-cap");
-  c.system_idle_gap_cap_ns = to_ns(o.system_idle_gap_cap, "--system-idle-gap-cap");
-  c.duration_ns = to_ns(o.duration, "--duration");
-  c.drain_timeout_ns = to_ns(o.drain_timeout, "--drain-timeout");
+  c.start_window_lo = o.replay.start_window[0];
+  c.start_window_hi = o.replay.start_window[1];
+  c.warmup_requests_per_lane = o.replay.warmup_requests_per_lane;
+  c.trace_idle_gap_cap_ns = seconds_to_ns(o.replay.trace_idle_gap_cap, "--trace-idle-gap-cap");
+  c.system_idle_gap_cap_ns = seconds_to_ns(o.replay.system_idle_gap_cap, "--system-idle-gap-cap");
+  c.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
+  c.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
   return std::make_unique<bench::SessionReplayer>(t.sessions, c, transport);
 }
 
@@ -158,52 +138,21 @@ std::unique_ptr<bench::Replay> make_replay(const BenchOptions& o, const LoadedTr
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o, bool with_run_dir) {
   cmd.add_option("--url", o.url, "the server, e.g. http://127.0.0.1:8000")->capture_default_str();
-  cmd.add_option("--traces", o.traces, "AgentX session file or folder, or a Mooncake .jsonl")
-      ->required();
+  add_replay_options(cmd, o.replay);
   if (with_run_dir) {
     cmd.add_option("--concurrency", o.concurrency, "lanes (closed loop)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     cmd.add_option("--out", o.out, "output directory")->capture_default_str();
   }
-  cmd.add_option("--duration", o.duration, "seconds of profiling (Mooncake: 0 = whole trace)")
-      ->capture_default_str();
-  cmd.add_option("--gpus", o.gpus, "GPUs behind the server, for per-GPU throughput")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd.add_option("--start-window", o.start_window, "first play starts in [lo,hi] of a session")
-      ->delimiter(',')
-      ->expected(2)
-      ->capture_default_str();
-  cmd.add_option("--warmup-requests-per-lane", o.warmup_requests_per_lane,
-                 "one-token requests after each lane's primer")
-      ->capture_default_str();
-  cmd.add_option("--trace-idle-gap-cap", o.trace_idle_gap_cap, "longest think time, seconds")
-      ->capture_default_str();
-  cmd.add_option("--system-idle-gap-cap", o.system_idle_gap_cap,
-                 "longest all-idle gap, seconds (<= 0: none)")
-      ->capture_default_str();
-  cmd.add_option("--sampler", o.sampler, "which session a lane plays next")
-      ->check(CLI::IsMember({"sequential", "shuffle", "random"}))
-      ->capture_default_str();
   cmd.add_option("--seed", o.seed, "sampler, start window, markers and prompts")
-      ->capture_default_str();
-  cmd.add_option("--drain-timeout", o.drain_timeout, "seconds in-flight requests may finish")
       ->capture_default_str();
   cmd.add_option("--endpoint", o.endpoint, "chat (text prompts) or completions (token ids)")
       ->check(CLI::IsMember({"chat", "completions"}))
       ->capture_default_str();
-  cmd.add_option("--slo", o.slo, "goodput bounds in ms, e.g. \"ttft:2000 itl:50\"");
   cmd.add_option("--model", o.model, "model name to send (default: first of GET /v1/models)");
   cmd.add_option("--api-key", o.api_key, "sent as 'Authorization: Bearer KEY'")
       ->envname("PACELINE_API_KEY");
-  cmd.add_option("--time-scale", o.time_scale, "Mooncake: multiplies arrival times")
-      ->capture_default_str();
-  cmd.add_option("--max-isl", o.max_isl,
-                 "skip longer requests (sessions: cut before the first longer turn)");
-  cmd.add_option("--isl-scale", o.isl_scale, "multiply input lengths and prefix blocks")
-      ->capture_default_str();
-  cmd.add_option("--osl-scale", o.osl_scale, "multiply output lengths")->capture_default_str();
   cmd.add_option("--delayer", o.delayer, "the table's delayer column (default: from /metrics)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd.add_flag("!--no-metrics", o.scrape_metrics, "do not scrape the server's /metrics");
@@ -221,13 +170,13 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   http.text.overhead_tokens =
       o.chat_overhead_tokens >= 0 ? o.chat_overhead_tokens : bench::kDefaultChatOverheadTokens;
   http.tokens.seed = o.seed;
-  if (o.gpus < 1) fail("--gpus must be at least 1");
+  if (o.replay.gpus < 1) fail("--gpus must be at least 1");
   bench::SummaryOptions summary_options;
-  summary_options.gpus = o.gpus;
-  if (!o.slo.empty()) summary_options.slo = bench::parse_slo(o.slo);
+  summary_options.gpus = o.replay.gpus;
+  if (!o.replay.slo.empty()) summary_options.slo = bench::parse_slo(o.replay.slo);
 
   const LoadedTraces traces = load_traces(o);
-  const bench::TraceTransform transform = transform_of(o);
+  const bench::TraceTransform transform = o.replay.transform();
   if (!transform.identity()) {
     spdlog::warn(
         "bench: transformed trace ({}): {} of {} requests kept; not comparable with "
@@ -270,7 +219,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
         s.profiling = true;
       }
       s.elapsed_s = static_cast<double>(now - begin) / 1e9;
-      s.duration_s = o.duration;
+      s.duration_s = o.replay.duration;
       s.counts = bench::count_progress(replay->log());
       int64_t chunks = transport.content_chunks();
       if (last_tick_ns > 0 && now > last_tick_ns) {
@@ -347,7 +296,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
 int run_bench(const BenchOptions& o) {
   BenchResult r = run_bench_point(o, o.concurrency, o.out);
   const bench::Summary& s = r.summary;
-  const bench::TraceTransform transform = transform_of(o);
+  const bench::TraceTransform transform = o.replay.transform();
   if (!transform.identity()) {
     std::printf(
         "> **TRANSFORMED TRACE** (%s): lengths differ from the recording; not comparable "

@@ -11,31 +11,19 @@
 #include <vector>
 
 #include "bench/summary.h"
+#include "cli/replay_options.h"
 
 namespace paceline {
 
 struct BenchOptions {
   std::string url = "http://127.0.0.1:8000";
-  std::string traces;
+  ReplayOptions replay;
   int concurrency = 1;
-  double duration = 600;  // seconds of profiling; Mooncake: 0 replays the whole trace
-  int gpus = 1;
   std::string out = "bench-out";
-  std::vector<double> start_window = {0.25, 0.75};
-  int warmup_requests_per_lane = 10;
-  double trace_idle_gap_cap = 300;
-  double system_idle_gap_cap = 10;
-  std::string sampler = "sequential";
   uint64_t seed = 0;
-  double drain_timeout = 120;
   std::string endpoint = "chat";
-  std::string slo;
   std::string model;  // default: the first id of GET /v1/models
   std::string api_key;
-  double time_scale = 1.0;  // Mooncake arrival times
-  std::optional<int64_t> max_isl;
-  double isl_scale = 1.0;
-  double osl_scale = 1.0;
   std::string delayer;  // the table's delayer column; default: from the server's /metrics
   bool scrape_metrics = true;
   int64_t chat_overhead_tokens = -1;  // -1: the default estimate (text_prompt.h)

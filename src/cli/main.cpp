@@ -68,13 +68,17 @@ int main(int argc, char** argv) {
     if (bench_cmd->parsed()) return paceline::run_bench(bench);
     if (sim_cmd->parsed()) return paceline::run_sim(sim);
     if (profile_cmd->parsed()) return paceline::run_profile(profile);
-    if (sweep_cmd->parsed()) return paceline::run_sweep(sweep, paceline::sweep_point_runner(sweep));
+    if (sweep_cmd->parsed())
+      return paceline::run_sweep(sweep, [&sweep](const paceline::SweepVariant& v) {
+        return paceline::sweep_point_runner(sweep, v);
+      });
     if (compare_cmd->parsed()) return paceline::run_compare(compare);
     if (report_cmd->parsed()) return paceline::run_report(report);
     if (demo_cmd->parsed()) {
-      std::printf("paceline %s demo: qwen3-tiny (dummy weights, so the words are random) on the "
-                  "CPU, real Qwen3 tokenizer and chat template\n",
-                  PACELINE_VERSION);
+      std::printf(
+          "paceline %s demo: qwen3-tiny (dummy weights, so the words are random) on the "
+          "CPU, real Qwen3 tokenizer and chat template\n",
+          PACELINE_VERSION);
       return paceline::run_generate(demo);
     }
   } catch (const paceline::Error& e) {

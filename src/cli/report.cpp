@@ -17,6 +17,12 @@ void add_report_options(CLI::App& cmd, ReportOptions& o) {
 void report_sweep_dir(const std::string& dir) {
   bench::SweepReport r = bench::write_sweep_report(dir);
   bench::ParetoAxis x = bench::pareto_x_axis(), y = bench::pareto_y_axis();
+  if (r.simulated) std::printf("> **SIMULATED**: every point comes from paceline's simulator\n");
+  if (!r.scaling.empty()) {
+    std::printf("> **TRANSFORMED TRACE** (%s): not comparable with full-trace runs\n",
+                r.scaling.c_str());
+  }
+  if (r.simulated || !r.scaling.empty()) std::printf("\n");
   std::printf("%s\n", r.markdown.c_str());
   std::printf("Pareto frontier: %zu of %zu points (x: %s, %s; y: %s, %s)\n", r.frontier_points,
               r.points, x.label.c_str(), bench::direction_name(x.direction), y.label.c_str(),

@@ -1,4 +1,5 @@
 #include "cli/sim.h"
+#include "cli/replay_options.h"
 
 #include <cmath>
 #include <cstdio>
@@ -18,11 +19,6 @@
 namespace paceline {
 
 namespace {
-
-int64_t to_ns(double seconds, const char* flag) {
-  if (!std::isfinite(seconds)) fail("{} must be a finite number of seconds", flag);
-  return std::llround(seconds * 1e9);
-}
 
 // Everything a run needs that does not depend on the concurrency.
 struct SimSetup {
@@ -59,8 +55,8 @@ SimSetup prepare(const SimOptions& o) {
   if (sc.delayer.active()) {
     spdlog::info("{}", PrefillDelayer(sc.delayer).describe(s.engine.delayer_sources));
   }
-  const bench::TraceTransform transform{o.isl_scale, o.osl_scale, o.max_isl};
-  s.traces = sim::load_sim_traces(o.traces, transform);
+  const bench::TraceTransform transform = o.replay.transform();
+  s.traces = sim::load_sim_traces(o.replay.traces, transform);
   if (!transform.identity()) {
     spdlog::warn(
         "sim: transformed trace ({}): {} of {} requests kept; not comparable with "
@@ -72,55 +68,41 @@ SimSetup prepare(const SimOptions& o) {
 }
 
 sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurrency) {
-  if (o.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
-  if (o.gpus < 1) fail("--gpus must be at least 1");
+  if (o.replay.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
+  if (o.replay.gpus < 1) fail("--gpus must be at least 1");
   sim::SimRunConfig c;
   c.scheduler = s.engine.scheduler;
   bench::SessionReplayConfig& r = c.session;
   r.concurrency = concurrency;
-  r.sampler = bench::parse_sampler_kind(o.sampler);
+  r.sampler = bench::parse_sampler_kind(o.replay.sampler);
   r.seed = o.seed;
-  r.start_window_lo = o.start_window[0];
-  r.start_window_hi = o.start_window[1];
-  r.warmup_requests_per_lane = o.warmup_requests_per_lane;
-  r.trace_idle_gap_cap_ns = to_ns(o.trace_idle_gap_cap, "--trace-idle-gap-cap");
-  r.system_idle_gap_cap_ns = to_ns(o.system_idle_gap_cap, "--system-idle-gap-cap");
-  r.duration_ns = to_ns(o.duration, "--duration");
-  r.drain_timeout_ns = to_ns(o.drain_timeout, "--drain-timeout");
-  c.arrival.time_scale = o.time_scale;
+  r.start_window_lo = o.replay.start_window[0];
+  r.start_window_hi = o.replay.start_window[1];
+  r.warmup_requests_per_lane = o.replay.warmup_requests_per_lane;
+  r.trace_idle_gap_cap_ns = seconds_to_ns(o.replay.trace_idle_gap_cap, "--trace-idle-gap-cap");
+  r.system_idle_gap_cap_ns = seconds_to_ns(o.replay.system_idle_gap_cap, "--system-idle-gap-cap");
+  r.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
+  r.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
+  c.arrival.time_scale = o.replay.time_scale;
   c.arrival.seed = o.seed;
   c.arrival.duration_ns = r.duration_ns;
   c.arrival.drain_timeout_ns = r.drain_timeout_ns;
   c.prompt.seed = o.seed;
-  c.summary.gpus = o.gpus;
-  if (!o.slo.empty()) c.summary.slo = bench::parse_slo(o.slo);
+  c.summary.gpus = o.replay.gpus;
+  if (!o.replay.slo.empty()) c.summary.slo = bench::parse_slo(o.replay.slo);
   return c;
 }
 
 nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurrency) {
   const SchedulerConfig& sc = s.engine.scheduler;
   const PrefillDelayerConfig& d = sc.delayer;
-  return {
+  nlohmann::json settings = {
       {"mode", "sim"},
       {"simulated", true},
-      {"traces", o.traces},
       {"trace_kind", s.traces.open_loop ? "mooncake" : "agentx"},
       {"open_loop", s.traces.open_loop},
       {"concurrency", concurrency},
-      {"duration_s", o.duration},
-      {"start_window", o.start_window},
-      {"warmup_requests_per_lane", o.warmup_requests_per_lane},
-      {"trace_idle_gap_cap_s", o.trace_idle_gap_cap},
-      {"system_idle_gap_cap_s", o.system_idle_gap_cap},
-      {"sampler", o.sampler},
       {"seed", o.seed},
-      {"drain_timeout_s", o.drain_timeout},
-      {"time_scale", o.time_scale},
-      {"gpus", o.gpus},
-      {"slo", o.slo},
-      {"isl_scale", o.isl_scale},
-      {"osl_scale", o.osl_scale},
-      {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json()},
       {"scaled", !s.traces.transform.identity()},
       {"trace_transform", bench::transform_json(s.traces.transform, s.traces.stats)},
       {"endpoint", "completions"},
@@ -149,6 +131,8 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"prefill_delayer_kv_high", d.kv_high},
       {"prefill_delayer_kv_low", d.kv_low ? nlohmann::json(*d.kv_low) : nlohmann::json()},
   };
+  settings.update(replay_settings_json(o.replay));
+  return settings;
 }
 
 // Runs one point and writes its files; returns the summary and the delayer's hold rate.
@@ -185,16 +169,13 @@ std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, 
 }  // namespace
 
 void add_sim_options(CLI::App& cmd, SimOptions& o) {
-  cmd.add_option("--traces", o.traces, "AgentX session file or directory, or Mooncake .jsonl")
-      ->required();
+  add_replay_options(cmd, o.replay);
   cmd.add_option("--concurrency", o.concurrency,
                  "lanes (closed loop); a list such as 1,16,48 runs each into OUT/conc-N")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd.add_option("--out", o.out, "output directory")->capture_default_str();
-  cmd.add_option("--duration", o.duration, "seconds of profiling (virtual time)")
-      ->capture_default_str();
   cmd.add_option("--profile", o.profile,
                  "cost model: a GPU name (h200: analytic roofline) or a profile file")
       ->capture_default_str();
@@ -211,32 +192,6 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
   // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.
   o.engine.delayer.enabled.reset();
-  cmd.add_option("--start-window", o.start_window, "first play starts in [lo,hi] of a session")
-      ->delimiter(',')
-      ->expected(2)
-      ->capture_default_str();
-  cmd.add_option("--warmup-requests-per-lane", o.warmup_requests_per_lane,
-                 "one-token requests after each lane's primer")
-      ->capture_default_str();
-  cmd.add_option("--trace-idle-gap-cap", o.trace_idle_gap_cap, "longest think time, seconds")
-      ->capture_default_str();
-  cmd.add_option("--system-idle-gap-cap", o.system_idle_gap_cap,
-                 "longest all-idle gap, seconds (<= 0: none)")
-      ->capture_default_str();
-  cmd.add_option("--sampler", o.sampler, "which session a lane plays next")
-      ->check(CLI::IsMember({"sequential", "shuffle", "random"}))
-      ->capture_default_str();
-  cmd.add_option("--drain-timeout", o.drain_timeout, "seconds in-flight requests may finish")
-      ->capture_default_str();
-  cmd.add_option("--time-scale", o.time_scale, "Mooncake timestamps multiplied by this")
-      ->capture_default_str();
-  cmd.add_option("--max-isl", o.max_isl,
-                 "skip requests whose (scaled) input is longer; sessions are cut before them");
-  cmd.add_option("--isl-scale", o.isl_scale, "multiply input lengths and prefix blocks")
-      ->capture_default_str();
-  cmd.add_option("--osl-scale", o.osl_scale, "multiply output lengths")->capture_default_str();
-  cmd.add_option("--gpus", o.gpus, "divides the per-GPU throughputs")->capture_default_str();
-  cmd.add_option("--slo", o.slo, "goodput bounds in ms, e.g. \"ttft:2000 itl:50\"");
 }
 
 void run_sim_point(const SimOptions& o, int concurrency, const std::string& run_dir) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/engine_options.h"
+#include "cli/replay_options.h"
 
 namespace paceline {
 
@@ -23,22 +24,9 @@ struct SimOptions {
   EngineOptions engine;
 
   // The replay, as `paceline bench` spells it.
-  std::string traces;
+  ReplayOptions replay;
   std::vector<int> concurrency = {1};  // several: one run each into OUT/conc-N, one table
-  double duration = 600;
   std::string out = "sim-out";
-  std::vector<double> start_window = {0.25, 0.75};
-  int warmup_requests_per_lane = 10;
-  double trace_idle_gap_cap = 300;
-  double system_idle_gap_cap = 10;
-  std::string sampler = "sequential";
-  double drain_timeout = 120;
-  double time_scale = 1.0;  // open loop (Mooncake) only
-  std::optional<int64_t> max_isl;
-  double isl_scale = 1.0;
-  double osl_scale = 1.0;
-  int gpus = 1;
-  std::string slo;
 };
 
 void add_sim_options(CLI::App& cmd, SimOptions& options);

@@ -1,5 +1,6 @@
 #include "cli/sweep.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -51,6 +52,28 @@ SweepPointRunner bench_runner(const std::vector<std::string>& args) {
   };
 }
 
+// The points of one variant, each listed in the manifest once it has written its files.
+int run_variant(const SweepOptions& o, const SweepVariant& variant,
+                const SweepPointRunner& run_point, bench::SweepManifest& manifest) {
+  namespace fs = std::filesystem;
+  for (int conc : o.concurrencies) {
+    const std::string name =
+        variant.dir.empty() ? sweep_point_dir(conc) : variant.dir + "/" + sweep_point_dir(conc);
+    const std::string run_dir = (fs::path(o.out) / name).string();
+    std::fprintf(stderr, "sweep: concurrency %d%s%s -> %s\n", conc, variant.dir.empty() ? "" : ", ",
+                 variant.dir.c_str(), run_dir.c_str());
+    const SweepPoint outcome = run_point(conc, run_dir);
+    // A failed or cancelled point that still wrote its files is listed: its row says why.
+    if (fs::exists(fs::path(run_dir) / "summary.json")) {
+      if (!fs::exists(fs::path(run_dir) / "report.html")) bench::write_report_html(run_dir);
+      manifest.runs.push_back({name, conc, ""});
+      bench::write_sweep_manifest(o.out, manifest);
+    }
+    if (outcome != SweepPoint::kDone) return outcome == SweepPoint::kCancelled ? 130 : 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string sweep_point_dir(int concurrency) {
@@ -65,6 +88,9 @@ void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
   cmd.add_option("--out", o.out, "sweep directory: one run subdirectory per point")
       ->capture_default_str();
   cmd.add_flag("--sim", o.sim, "run each point in the simulator (`paceline sim` options)");
+  cmd.add_option("--vary", o.vary,
+                 "a knob axis FLAG=V1,V2 (e.g. prefill-decode-interval=0,4): every concurrency "
+                 "runs once per value into OUT/FLAG-V/conc-N; repeat for more axes");
   cmd.footer(
       "Every other option is passed to each point: those of `paceline bench`, or of "
       "`paceline sim` with --sim.");
@@ -72,33 +98,62 @@ void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
   cmd.parse_complete_callback([&cmd, &o] { o.point_args = cmd.remaining(); });
 }
 
-SweepPointRunner sweep_point_runner(const SweepOptions& o) {
-  return o.sim ? sim_runner(o.point_args) : bench_runner(o.point_args);
+std::vector<SweepVariant> sweep_variants(const SweepOptions& o) {
+  std::vector<SweepVariant> variants = {{"", {}}};
+  for (const std::string& axis : o.vary) {
+    const size_t eq = axis.find('=');
+    const std::string flag = axis.substr(0, eq);
+    if (eq == std::string::npos || flag.empty() || flag.starts_with("-")) {
+      fail("sweep: --vary '{}': expected FLAG=V1,V2,... with FLAG without its dashes", axis);
+    }
+    if (flag == "concurrency" || flag == "out") {
+      fail("sweep: --vary '{}': the sweep sets --{} itself", axis, flag);
+    }
+    std::vector<std::string> values;
+    std::string rest = axis.substr(eq + 1);
+    for (size_t start = 0; start <= rest.size();) {
+      size_t comma = std::min(rest.find(',', start), rest.size());
+      std::string v = rest.substr(start, comma - start);
+      if (v.empty() || v.find('/') != std::string::npos) {
+        fail("sweep: --vary '{}': value {} is empty or holds a '/'", axis, values.size() + 1);
+      }
+      values.push_back(std::move(v));
+      start = comma + 1;
+    }
+    std::vector<SweepVariant> next;
+    for (const SweepVariant& base : variants) {
+      for (const std::string& v : values) {
+        SweepVariant variant = base;
+        variant.dir = (base.dir.empty() ? "" : base.dir + "/") + flag + "-" + v;
+        variant.args.push_back("--" + flag);
+        variant.args.push_back(v);
+        next.push_back(std::move(variant));
+      }
+    }
+    variants = std::move(next);
+  }
+  return variants;
 }
 
-int run_sweep(const SweepOptions& o, const SweepPointRunner& run_point) {
+SweepPointRunner sweep_point_runner(const SweepOptions& o, const SweepVariant& variant) {
+  std::vector<std::string> args = o.point_args;
+  args.insert(args.end(), variant.args.begin(), variant.args.end());
+  return o.sim ? sim_runner(args) : bench_runner(args);
+}
+
+int run_sweep(const SweepOptions& o, const SweepRunnerFactory& runner_for) {
   if (o.concurrencies.empty()) fail("sweep: --concurrency lists no points");
+  const std::vector<SweepVariant> variants = sweep_variants(o);
+  std::vector<SweepPointRunner> runners;
+  for (const SweepVariant& v : variants) runners.push_back(runner_for(v));
   bench::SweepManifest manifest;
-  manifest.settings = {
-      {"concurrency", o.concurrencies}, {"simulated", o.sim}, {"point_args", o.point_args}};
+  manifest.settings = {{"concurrency", o.concurrencies},
+                       {"simulated", o.sim},
+                       {"point_args", o.point_args},
+                       {"vary", o.vary}};
   int status = 0;
-  for (int conc : o.concurrencies) {
-    std::string name = sweep_point_dir(conc);
-    std::string run_dir = (std::filesystem::path(o.out) / name).string();
-    std::fprintf(stderr, "sweep: concurrency %d -> %s\n", conc, run_dir.c_str());
-    SweepPoint outcome = run_point(conc, run_dir);
-    // A failed or cancelled point that still wrote its files is listed: its row says why.
-    if (std::filesystem::exists(std::filesystem::path(run_dir) / "summary.json")) {
-      if (!std::filesystem::exists(std::filesystem::path(run_dir) / "report.html")) {
-        bench::write_report_html(run_dir);
-      }
-      manifest.runs.push_back({name, conc, ""});
-      bench::write_sweep_manifest(o.out, manifest);
-    }
-    if (outcome != SweepPoint::kDone) {
-      status = outcome == SweepPoint::kCancelled ? 130 : 1;
-      break;
-    }
+  for (size_t i = 0; i < variants.size() && status == 0; ++i) {
+    status = run_variant(o, variants[i], runners[i], manifest);
   }
   if (!manifest.runs.empty()) report_sweep_dir(o.out);
   return status;

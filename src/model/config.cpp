@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "model/json_brief.h"
 
 namespace paceline {
 namespace {
@@ -19,13 +20,6 @@ constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxWidth = int64_t{1} << 20;  // hidden_size, intermediate_size
 constexpr int64_t kMaxCount = int64_t{1} << 12;  // layers, heads, head_dim
 constexpr int64_t kMaxPositions = int64_t{1} << 30;
-
-// A short rendering of a JSON value for error messages (hostile files can hold huge values).
-std::string brief(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
 
 // Looks fields up in one JSON object; `prefix` is how error messages name the object
 // ("" for the top level, "rope_scaling." inside it).
@@ -41,7 +35,8 @@ class Fields {
   }
 
   [[noreturn]] void bad(const char* field, const char* expected, const json& value) const {
-    fail("{}: field '{}{}' must be {}, got {}", where_, prefix_, field, expected, brief(value));
+    fail("{}: field '{}{}' must be {}, got {}", where_, prefix_, field, expected,
+         json_brief(value, 40));
   }
 
   std::optional<int64_t> integer(const char* field) const {
@@ -177,7 +172,7 @@ std::vector<int64_t> parse_token_ids(const Fields& f, const char* field, int64_t
   auto check = [&](const json& id) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
       fail("{}: field '{}' must hold token ids in [0, vocab_size={}), got {}", f.where(), field,
-           vocab, brief(*value));
+           vocab, json_brief(*value, 40));
     }
     ids.push_back(id.get<int64_t>());
   };
@@ -229,7 +224,7 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   } catch (const json::exception& e) {
     fail("{}: not valid JSON: {}", where, e.what());
   }
-  if (!root.is_object()) fail("{}: expected a JSON object, got {}", where, brief(root));
+  if (!root.is_object()) fail("{}: expected a JSON object, got {}", where, json_brief(root, 40));
   Fields f(root, where);
 
   ModelConfig c;

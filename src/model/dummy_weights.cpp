@@ -34,11 +34,6 @@ uint64_t splitmix64_mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 void fill_range(const DummyInit& init, DType dtype, void* out, int64_t begin, int64_t end) {
   switch (dtype) {
     case DType::kF32: {
@@ -135,10 +130,10 @@ uint64_t fnv1a64(std::string_view text) {
 DummyInit dummy_init(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
   DummyInit init;
   init.key = splitmix64_mix(splitmix64_mix(seed) ^ fnv1a64(name));
-  if (ends_with(name, "norm.weight")) {
+  if (std::string_view(name).ends_with("norm.weight")) {
     init.center = 1.0f;
     init.half_width = 0.05f;
-  } else if (ends_with(name, "embed_tokens.weight")) {
+  } else if (std::string_view(name).ends_with("embed_tokens.weight")) {
     init.half_width = 0.02f * std::sqrt(3.0f);  // standard deviation 0.02
   } else {
     int64_t fan_in = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "model/json_brief.h"
 
 namespace paceline {
 namespace {
@@ -66,12 +67,6 @@ std::optional<uint64_t> as_count(const json& value) {
   return std::nullopt;
 }
 
-std::string brief(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
-
 struct Span {
   uint64_t begin;
   uint64_t end;
@@ -82,7 +77,7 @@ struct Span {
 TensorView parse_entry(const std::string& name, const json& entry, const unsigned char* data,
                        uint64_t data_size, const std::string& where, Span* span) {
   if (!entry.is_object()) {
-    fail("{}: tensor '{}': header entry must be an object, got {}", where, name, brief(entry));
+    fail("{}: tensor '{}': header entry must be an object, got {}", where, name, json_brief(entry));
   }
   auto dtype_it = entry.find("dtype");
   if (dtype_it == entry.end() || !dtype_it->is_string()) {
@@ -105,11 +100,11 @@ TensorView parse_entry(const std::string& name, const json& entry, const unsigne
     std::optional<uint64_t> d = as_count(dim);
     if (!d || *d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       fail("{}: tensor '{}': shape {} must hold non-negative integers", where, name,
-           brief(*shape_it));
+           json_brief(*shape_it));
     }
     if (__builtin_mul_overflow(bytes, *d, &bytes) ||
         bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail("{}: tensor '{}': shape {} is too large", where, name, brief(*shape_it));
+      fail("{}: tensor '{}': shape {} is too large", where, name, json_brief(*shape_it));
     }
     view.shape.push_back(static_cast<int64_t>(*d));
   }
@@ -170,7 +165,8 @@ std::map<std::string, TensorView> safetensors_parse(const unsigned char* bytes, 
   } catch (const json::exception& e) {
     fail("{}: header is not valid JSON: {}", where, e.what());
   }
-  if (!header.is_object()) fail("{}: header must be a JSON object, got {}", where, brief(header));
+  if (!header.is_object())
+    fail("{}: header must be a JSON object, got {}", where, json_brief(header));
 
   const unsigned char* data = bytes + 8 + header_size;
   const uint64_t data_size = size - 8 - header_size;

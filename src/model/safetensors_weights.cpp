@@ -54,11 +54,6 @@ class SafetensorsWeights final : public Weights {
   std::map<std::string, Entry> tensors_;
 };
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The shard files an index lists, in first-mention order, each with one tensor it should hold
 // (to name in the error when the shard is missing). Shards must sit next to the index.
 std::vector<std::pair<fs::path, std::string>> shards_of_index(const fs::path& index) {
@@ -102,7 +97,7 @@ std::vector<std::pair<fs::path, std::string>> checkpoint_files(const std::string
     fail("{}: folder has neither model.safetensors nor model.safetensors.index.json", path);
   }
   if (!fs::exists(p, ec)) fail("{}: no such checkpoint file or folder", path);
-  if (ends_with(path, ".index.json")) return shards_of_index(p);
+  if (std::string_view(path).ends_with(".index.json")) return shards_of_index(p);
   return {{p, ""}};
 }
 

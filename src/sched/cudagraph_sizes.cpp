@@ -6,20 +6,11 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/text.h"
 
 namespace paceline {
 
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // One size inside `element` (for the error message); digits only, 1..kMaxCudagraphCaptureSize.
 int32_t parse_size(std::string_view text, std::string_view element) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/text.h"
 
 namespace paceline {
 
@@ -17,16 +18,6 @@ std::string lower(std::string_view text) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 [[noreturn]] void malformed(const char* name, std::string_view value, const char* expected) {

@@ -2,20 +2,13 @@
 
 #include <algorithm>
 
+#include "base/text.h"
+
 namespace paceline {
 namespace {
 
-constexpr std::string_view kOpenTag = "<think>";
-constexpr std::string_view kCloseTag = "</think>";
-constexpr std::string_view kSpace = " \t\r\n";
-
-size_t partial_tag_length(std::string_view text, std::string_view tag) {
-  size_t longest = std::min(text.size(), tag.size() - 1);
-  for (size_t length = longest; length > 0; --length) {
-    if (tag.starts_with(text.substr(text.size() - length))) return length;
-  }
-  return 0;
-}
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
 
 void drop_leading_newlines(std::string& text) {
   text.erase(0, std::min(text.find_first_not_of('\n'), text.size()));
@@ -26,17 +19,17 @@ void drop_leading_newlines(std::string& text) {
 ReasoningMode reasoning_mode_for(std::optional<bool> enable_thinking,
                                  std::string_view rendered_prompt) {
   if (enable_thinking == false) return ReasoningMode::kOff;
-  size_t end = rendered_prompt.find_last_not_of(kSpace);
+  size_t end = rendered_prompt.find_last_not_of(kAsciiSpace);
   std::string_view trimmed =
       end == std::string_view::npos ? std::string_view() : rendered_prompt.substr(0, end + 1);
-  return trimmed.ends_with(kOpenTag) ? ReasoningMode::kStartsInside : ReasoningMode::kTagged;
+  return trimmed.ends_with(kThinkOpen) ? ReasoningMode::kStartsInside : ReasoningMode::kTagged;
 }
 
 ReasoningSplit split_reasoning(std::string_view text, ReasoningMode mode) {
   if (mode == ReasoningMode::kTagged) {
-    size_t start = text.find_first_not_of(kSpace);
-    bool opens = start != std::string_view::npos && text.substr(start).starts_with(kOpenTag);
-    if (!opens && text.find(kCloseTag) != std::string_view::npos) {
+    size_t start = text.find_first_not_of(kAsciiSpace);
+    bool opens = start != std::string_view::npos && text.substr(start).starts_with(kThinkOpen);
+    if (!opens && text.find(kThinkClose) != std::string_view::npos) {
       mode = ReasoningMode::kStartsInside;
     }
   }
@@ -75,10 +68,10 @@ void ReasoningStreamParser::drain(Delta& out, bool final) {
     switch (state_) {
       case State::kStart: {
         std::string_view rest = buffer_;
-        rest.remove_prefix(std::min(rest.find_first_not_of(kSpace), rest.size()));
-        if (!final && kOpenTag.starts_with(rest) && rest.size() < kOpenTag.size()) return;
-        if (rest.starts_with(kOpenTag)) {
-          buffer_.erase(0, buffer_.size() - rest.size() + kOpenTag.size());
+        rest.remove_prefix(std::min(rest.find_first_not_of(kAsciiSpace), rest.size()));
+        if (!final && kThinkOpen.starts_with(rest) && rest.size() < kThinkOpen.size()) return;
+        if (rest.starts_with(kThinkOpen)) {
+          buffer_.erase(0, buffer_.size() - rest.size() + kThinkOpen.size());
           state_ = State::kReasoning;
         } else if (mode_ == ReasoningMode::kStartsInside) {
           state_ = State::kReasoning;
@@ -98,10 +91,10 @@ void ReasoningStreamParser::drain(Delta& out, bool final) {
           if (buffer_.empty()) return;
           trim_reasoning_start_ = false;
         }
-        size_t close = buffer_.find(kCloseTag);
+        size_t close = buffer_.find(kThinkClose);
         if (close == std::string::npos) {
           // Hold back a partial close tag and the newlines before it: the tag would drop them.
-          size_t keep = final ? 0 : partial_tag_length(buffer_, kCloseTag);
+          size_t keep = final ? 0 : partial_tag_length(buffer_, kThinkClose);
           size_t cut = buffer_.size() - keep;
           while (cut > 0 && buffer_[cut - 1] == '\n') --cut;
           out.reasoning.append(buffer_, 0, cut);
@@ -112,7 +105,7 @@ void ReasoningStreamParser::drain(Delta& out, bool final) {
         size_t end = close;
         while (end > 0 && buffer_[end - 1] == '\n') --end;
         out.reasoning.append(buffer_, 0, end);
-        buffer_.erase(0, close + kCloseTag.size());
+        buffer_.erase(0, close + kThinkClose.size());
         state_ = State::kContentStart;
         break;
       }

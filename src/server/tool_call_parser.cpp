@@ -5,26 +5,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
+
 namespace paceline {
 namespace {
 
-constexpr std::string_view kOpenTag = "<tool_call>";
-constexpr std::string_view kCloseTag = "</tool_call>";
-constexpr std::string_view kSpace = " \t\r\n";
+constexpr std::string_view kToolCallOpen = "<tool_call>";
+constexpr std::string_view kToolCallClose = "</tool_call>";
 
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-// Length of the longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag_length(std::string_view text, std::string_view tag) {
-  size_t longest = std::min(text.size(), tag.size() - 1);
-  for (size_t length = longest; length > 0; --length) {
-    if (tag.starts_with(text.substr(text.size() - length))) return length;
-  }
-  return 0;
 }
 
 // The call in a block's body, or nothing when the body is not a valid call.
@@ -83,7 +75,7 @@ ToolCallStreamParser::Delta ToolCallStreamParser::flush() {
   drain(out, true);
   if (state_ == State::kInBlock) {
     // Never closed: the block was text after all.
-    std::string block = std::string(kOpenTag) + buffer_;
+    std::string block = std::string(kToolCallOpen) + buffer_;
     buffer_.clear();
     scanned_ = 0;
     state_ = State::kText;
@@ -100,20 +92,20 @@ ToolCallStreamParser::Delta ToolCallStreamParser::flush() {
 void ToolCallStreamParser::drain(Delta& out, bool final) {
   while (!buffer_.empty()) {
     if (state_ == State::kText) {
-      size_t open = buffer_.find(kOpenTag);
+      size_t open = buffer_.find(kToolCallOpen);
       if (open == std::string::npos) {
-        size_t keep = final ? 0 : partial_tag_length(buffer_, kOpenTag);
+        size_t keep = final ? 0 : partial_tag_length(buffer_, kToolCallOpen);
         emit_content(out, std::string_view(buffer_).substr(0, buffer_.size() - keep));
         buffer_.erase(0, buffer_.size() - keep);
         return;
       }
       emit_content(out, std::string_view(buffer_).substr(0, open));
-      buffer_.erase(0, open + kOpenTag.size());
+      buffer_.erase(0, open + kToolCallOpen.size());
       state_ = State::kInBlock;
       continue;
     }
-    size_t from = scanned_ >= kCloseTag.size() ? scanned_ - kCloseTag.size() + 1 : 0;
-    size_t close = buffer_.find(kCloseTag, from);
+    size_t from = scanned_ >= kToolCallClose.size() ? scanned_ - kToolCallClose.size() + 1 : 0;
+    size_t close = buffer_.find(kToolCallClose, from);
     if (close == std::string::npos) {  // the block is still open
       scanned_ = buffer_.size();
       return;
@@ -129,23 +121,23 @@ void ToolCallStreamParser::drain(Delta& out, bool final) {
       held_space_.clear();
       after_block_ = true;
     } else {
-      std::string block = fmt::format("{}{}{}", kOpenTag, body, kCloseTag);
+      std::string block = fmt::format("{}{}{}", kToolCallOpen, body, kToolCallClose);
       emit_content(out, block);
     }
-    buffer_.erase(0, close + kCloseTag.size());
+    buffer_.erase(0, close + kToolCallClose.size());
     state_ = State::kText;
   }
 }
 
 void ToolCallStreamParser::emit_content(Delta& out, std::string_view text) {
-  size_t last = text.find_last_not_of(kSpace);
+  size_t last = text.find_last_not_of(kAsciiSpace);
   if (last == std::string_view::npos) {
     if (!after_block_) held_space_ += text;
     return;
   }
   std::string_view body = text.substr(0, last + 1);
   if (after_block_) {
-    body.remove_prefix(body.find_first_not_of(kSpace));
+    body.remove_prefix(body.find_first_not_of(kAsciiSpace));
   } else {
     out.content += held_space_;
   }

@@ -86,4 +86,45 @@ TEST(CompareCli, RepeatsBandAndJson) {
 }
 
 }  // namespace
+// `sweep --sim --vary`: a knob axis; every concurrency runs once per value, one table of all.
+TEST(SweepCli, VaryRunsEveryConcurrencyOncePerValueIntoOneTable) {
+  fs::path dir = fresh_dir("vary");
+  const std::string trace = PACELINE_SOURCE_DIR "/../shared/traces/agentx/trace_0002.json";
+  Result r = run_binary(
+      "sweep --sim --concurrency 1,2 --vary prefill-decode-interval=0,4 --traces " + trace +
+      " --duration 60 --max-model-len 131072 --max-isl 112640 --out " + dir.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  for (const char* run : {"prefill-decode-interval-0/conc-1", "prefill-decode-interval-0/conc-2",
+                          "prefill-decode-interval-4/conc-1", "prefill-decode-interval-4/conc-2"}) {
+    EXPECT_TRUE(fs::exists(dir / run / "summary.json")) << run;
+  }
+  SweepManifest m = read_sweep_manifest(dir.string());
+  ASSERT_EQ(m.runs.size(), 4u);
+  EXPECT_EQ(m.runs[3].dir, "prefill-decode-interval-4/conc-2");
+  EXPECT_NE(r.out.find("**SIMULATED**"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| 1 | off |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| 1 | on |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| 2 | off |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| 2 | on |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of 4 points"), std::string::npos) << r.out;
+}
+
+TEST(SweepCli, AMalformedAxisIsAnErrorThatNamesIt) {
+  fs::path dir = fresh_dir("bad");
+  const std::string trace = PACELINE_SOURCE_DIR "/../shared/traces/agentx/trace_0002.json";
+  for (const char* axis :
+       {"prefill-decode-interval", "=0,4", "prefill-decode-interval=0,,4", "concurrency=1,2"}) {
+    Result r = run_binary("sweep --sim --concurrency 1 --vary " + std::string(axis) + " --traces " +
+                          trace + " --out " + dir.string());
+    EXPECT_EQ(r.rc, 1) << axis << ": " << r.out;
+    EXPECT_NE(r.out.find("--vary"), std::string::npos) << axis << ": " << r.out;
+    EXPECT_FALSE(fs::exists(dir / "sweep.json")) << axis;
+  }
+  // A value the point's own options refuse fails before any point runs.
+  Result r = run_binary("sweep --sim --concurrency 1 --vary prefill-decode-interval=4,x --traces " +
+                        trace + " --out " + dir.string());
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "sweep.json"));
+}
+
 }  // namespace paceline::bench

@@ -1,0 +1,68 @@
+#include "cli/replay_options.h"
+
+#include <cmath>
+
+#include "base/error.h"
+
+namespace paceline {
+
+void add_replay_options(CLI::App& cmd, ReplayOptions& o) {
+  cmd.add_option("--traces", o.traces, "AgentX session file or folder, or a Mooncake .jsonl")
+      ->required();
+  cmd.add_option("--duration", o.duration, "seconds of profiling (Mooncake: 0 = whole trace)")
+      ->capture_default_str();
+  cmd.add_option("--gpus", o.gpus, "GPUs behind the server, for per-GPU throughput")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--start-window", o.start_window, "first play starts in [lo,hi] of a session")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  cmd.add_option("--warmup-requests-per-lane", o.warmup_requests_per_lane,
+                 "one-token requests after each lane's primer")
+      ->capture_default_str();
+  cmd.add_option("--trace-idle-gap-cap", o.trace_idle_gap_cap, "longest think time, seconds")
+      ->capture_default_str();
+  cmd.add_option("--system-idle-gap-cap", o.system_idle_gap_cap,
+                 "longest all-idle gap, seconds (<= 0: none)")
+      ->capture_default_str();
+  cmd.add_option("--sampler", o.sampler, "which session a lane plays next")
+      ->check(CLI::IsMember({"sequential", "shuffle", "random"}))
+      ->capture_default_str();
+  cmd.add_option("--drain-timeout", o.drain_timeout, "seconds in-flight requests may finish")
+      ->capture_default_str();
+  cmd.add_option("--slo", o.slo, "goodput bounds in ms, e.g. \"ttft:2000 itl:50\"");
+  cmd.add_option("--time-scale", o.time_scale, "Mooncake: multiplies arrival times")
+      ->capture_default_str();
+  cmd.add_option("--max-isl", o.max_isl,
+                 "skip longer requests (sessions: cut before the first longer turn)");
+  cmd.add_option("--isl-scale", o.isl_scale, "multiply input lengths and prefix blocks")
+      ->capture_default_str();
+  cmd.add_option("--osl-scale", o.osl_scale, "multiply output lengths")->capture_default_str();
+}
+
+nlohmann::json replay_settings_json(const ReplayOptions& o) {
+  return {
+      {"traces", o.traces},
+      {"duration_s", o.duration},
+      {"start_window", o.start_window},
+      {"warmup_requests_per_lane", o.warmup_requests_per_lane},
+      {"trace_idle_gap_cap_s", o.trace_idle_gap_cap},
+      {"system_idle_gap_cap_s", o.system_idle_gap_cap},
+      {"sampler", o.sampler},
+      {"drain_timeout_s", o.drain_timeout},
+      {"time_scale", o.time_scale},
+      {"gpus", o.gpus},
+      {"slo", o.slo},
+      {"isl_scale", o.isl_scale},
+      {"osl_scale", o.osl_scale},
+      {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json(nullptr)},
+  };
+}
+
+int64_t seconds_to_ns(double seconds, const char* flag) {
+  if (!std::isfinite(seconds)) fail("{} must be a finite number of seconds", flag);
+  return std::llround(seconds * 1e9);
+}
+
+}  // namespace paceline
