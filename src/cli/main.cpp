@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "cli/bench.h"
+#include "cli/check.h"
 #include "cli/compare.h"
 #include "cli/generate.h"
 #include "cli/profile.h"
@@ -60,12 +61,18 @@ int main(int argc, char** argv) {
       app.add_subcommand("bench", "AgentX benchmark against an OpenAI-compatible server");
   paceline::add_bench_options(*bench_cmd, bench);
 
+  paceline::CheckOptions check;
+  auto* check_cmd = app.add_subcommand(
+      "check", "GPU checks: batch invariance of greedy decode (and, with --timing, step timings)");
+  paceline::add_check_options(*check_cmd, check);
+
   CLI11_PARSE(app, argc, argv);
   paceline::log_init(log_level);
   try {
     if (gen_cmd->parsed()) return paceline::run_generate(generate);
     if (serve_cmd->parsed()) return paceline::run_serve(serve);
     if (bench_cmd->parsed()) return paceline::run_bench(bench);
+    if (check_cmd->parsed()) return paceline::run_check(check);
     if (sim_cmd->parsed()) return paceline::run_sim(sim);
     if (profile_cmd->parsed()) return paceline::run_profile(profile);
     if (sweep_cmd->parsed())

@@ -10,6 +10,10 @@
 #include "base/resources.h"
 #include "exec/cpu/cpu_executor.h"
 #include "exec/null_executor.h"
+#include "sched/cudagraph_sizes.h"
+#if PACELINE_HAVE_CUDA
+#include "exec/cuda/cuda_executor.h"
+#endif
 
 namespace paceline {
 
@@ -32,7 +36,14 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda", "null"}))
       ->capture_default_str();
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
-                 "bytes for the KV cache, e.g. 512M or 4G (default: 256M on the CPU)");
+                 "bytes for the KV cache, e.g. 512M or 4G (default: 256M on the CPU; on cuda, "
+                 "what --gpu-memory-utilization leaves)");
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "cuda: fraction of the GPU's memory for weights, activations and the KV cache "
+                 "(ignored with --kv-cache-memory)")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  cmd.add_flag("--enforce-eager", o.enforce_eager, "cuda: run decode eagerly, no CUDA graphs");
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
 }
@@ -123,7 +134,31 @@ LoadedModel load_model(const ModelOptions& o) {
     m.weights = make_dummy_weights(m.config, o.seed);
   }
 
-  if (o.device == "cuda") fail("--device cuda: this build has no CUDA executor yet");
+  if (o.device == "cuda") {
+#if PACELINE_HAVE_CUDA
+    if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
+    CudaExecutorOptions co;
+    co.block_size = o.block_size;
+    if (!o.kv_cache_memory.empty()) {
+      co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+    }
+    co.gpu_memory_utilization = o.gpu_memory_utilization;
+    co.enforce_eager = o.enforce_eager;
+    // The scheduler's default sizes (max_num_seqs 256); another padded size the scheduler asks
+    // for is captured on first use.
+    co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
+    m.executor = std::make_unique<CudaExecutor>(m.config, *m.weights, co);
+    KvCacheShape kv = m.executor->kv_cache_shape();
+    spdlog::info("model {} ({:.1f}M parameters, {} weights) on cuda: {} KV blocks of {} tokens, "
+                 "loaded in {:.2f} s",
+                 m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format,
+                 kv.num_blocks, kv.block_size, seconds_since(t0));
+    return m;
+#else
+    fail("--device cuda: this build has no CUDA executor (nvcc was not found when it was "
+         "configured)");
+#endif
+  }
   KvCacheShape kv = kv_cache_shape_for(o, m.config);
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   m.executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv, std::max(1, threads));

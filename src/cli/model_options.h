@@ -20,6 +20,8 @@ struct ModelOptions {
   std::string tokenizer;              // tokenizer.json or its folder; default: the Qwen3 files
   std::string device = "cpu";         // cpu | cuda
   std::string kv_cache_memory = "";   // bytes with optional K/M/G suffix; default per device
+  double gpu_memory_utilization = 0.9;  // cuda: fraction of the GPU for weights, activations, KV
+  bool enforce_eager = false;         // cuda: no CUDA graphs
   int64_t block_size = 16;
   int threads = 0;                    // CPU threads; 0 = all cores
 };

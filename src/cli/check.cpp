@@ -1,0 +1,223 @@
+#include "cli/check.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "sched/cudagraph_sizes.h"
+#if PACELINE_HAVE_CUDA
+#include "exec/cuda/batch_invariance.h"
+#include "exec/cuda/cuda_executor.h"
+#endif
+
+namespace paceline {
+
+void add_check_options(CLI::App& cmd, CheckOptions& o) {
+  add_model_options(cmd, o.model);
+  cmd.add_option("--prompts", o.prompts, "prompts of the batch-invariance check")
+      ->capture_default_str();
+  cmd.add_option("--steps", o.steps, "greedy tokens per prompt")->capture_default_str();
+  cmd.add_option("--batch-sizes", o.batch_sizes, "batch sizes compared with batch 1")
+      ->capture_default_str();
+  cmd.add_flag("--timing", o.timing, "also time decode steps and prefills (CUDA events)");
+  cmd.add_flag("--skip-invariance", o.skip_invariance, "only the timings");
+  cmd.add_option("--decode-batches", o.decode_batches, "timed decode batch sizes")
+      ->capture_default_str();
+  cmd.add_option("--decode-context", o.decode_context, "context of every timed decode sequence")
+      ->capture_default_str();
+  cmd.add_option("--prefill-lengths", o.prefill_lengths, "timed prefill lengths (one sequence)")
+      ->capture_default_str();
+  cmd.add_option("--repeats", o.repeats, "timed repeats of each step (the median is reported)")
+      ->capture_default_str();
+}
+
+#if PACELINE_HAVE_CUDA
+namespace {
+
+std::vector<int> parse_ints(const std::string& text, const char* flag) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      out.push_back(std::stoi(item));
+    } catch (const std::exception&) {
+      fail("{}: '{}' is not a number", flag, item);
+    }
+    if (out.back() < 1) fail("{}: {} must be positive", flag, out.back());
+  }
+  if (out.empty()) fail("{}: empty list", flag);
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+constexpr double kCopyBytesPerSecond = 4.275e12;  // H200 device-to-device, ../shared/guide/gpu.md
+constexpr double kGemmFlopsPerSecond = 848e12;    // cuBLAS bf16 4096^3 on the same card
+
+// Bytes of the matrices a forward reads (all weights but the embedding table, plus lm_head).
+double weight_bytes(const ModelConfig& c) {
+  const double embed = static_cast<double>(c.vocab_size * c.hidden_size);
+  const double params = static_cast<double>(c.num_parameters());
+  return 2.0 * (c.tie_word_embeddings ? params : params - embed);
+}
+
+struct Timed {
+  double gpu_ms = 0;
+  double wall_ms = 0;
+  bool graph = false;
+};
+
+Timed time_plan(CudaExecutor& ex, const StepPlan& plan, int warmup, int repeats) {
+  for (int i = 0; i < warmup; ++i) ex.execute(plan);
+  std::vector<double> gpu, wall;
+  for (int i = 0; i < repeats; ++i) {
+    StepResult r = ex.execute(plan);
+    gpu.push_back(ex.last_gpu_ms());
+    wall.push_back(static_cast<double>(r.step_time_ns) / 1e6);
+  }
+  return {median(gpu), median(wall), ex.last_step_used_graph()};
+}
+
+void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
+  const int64_t bs = ex.kv_cache_shape().block_size;
+  int32_t next_block = 0;
+  auto table_for = [&](int64_t positions) {
+    std::vector<int32_t> t;
+    while (static_cast<int64_t>(t.size()) * bs < positions) t.push_back(next_block++);
+    if (next_block > ex.kv_cache_shape().num_blocks) fail("timing: the KV cache is too small");
+    return t;
+  };
+  std::vector<std::vector<int32_t>> tables;
+  tables.reserve(4096);
+  const std::vector<int32_t> graph_sizes = ex.graph_sizes();
+  std::printf("| step | median GPU ms (CUDA events) | median wall ms | floor ms | floor / measured |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: |\n");
+  for (int batch : parse_ints(o.decode_batches, "--decode-batches")) {
+    next_block = 0;
+    tables.clear();
+    StepPlan prefill;
+    for (int i = 0; i < batch; ++i) {
+      tables.push_back(table_for(o.decode_context + 1));
+      ScheduledSeq s;
+      s.request_id = static_cast<uint64_t>(i);
+      s.tokens.resize(static_cast<size_t>(o.decode_context));
+      for (size_t t = 0; t < s.tokens.size(); ++t) {
+        s.tokens[t] = static_cast<int32_t>((t * 7919 + static_cast<size_t>(i) * 104729) % static_cast<size_t>(c.vocab_size));
+      }
+      s.block_table = tables.back();
+      s.sampling.temperature = 0.0;
+      prefill.seqs.push_back(s);
+    }
+    // Fill the KV cache with real keys and values, a few sequences per step.
+    for (size_t first = 0; first < prefill.seqs.size(); first += 8) {
+      StepPlan part;
+      for (size_t i = first; i < std::min(prefill.seqs.size(), first + 8); ++i) part.seqs.push_back(prefill.seqs[i]);
+      ex.execute(part);
+    }
+    StepPlan decode;
+    decode.kind = ForwardKind::kDecode;
+    decode.padded_batch_size = padded_batch_size(graph_sizes, batch);
+    for (ScheduledSeq s : prefill.seqs) {
+      s.start_pos = o.decode_context;
+      s.tokens = {1};
+      decode.seqs.push_back(s);
+    }
+    Timed t = time_plan(ex, decode, 3, o.repeats);
+    const double kv = static_cast<double>(batch) * static_cast<double>(o.decode_context + 1) *
+                      static_cast<double>(c.kv_bytes_per_token(2));
+    const double floor_ms = (weight_bytes(c) + kv) / kCopyBytesPerSecond * 1e3;
+    std::printf("| decode batch %d, context %lld%s | %.3f | %.3f | %.3f | %.0f%% |\n", batch,
+                static_cast<long long>(o.decode_context), t.graph ? ", CUDA graph" : ", eager",
+                t.gpu_ms, t.wall_ms, floor_ms, 100.0 * floor_ms / t.gpu_ms);
+  }
+  for (int n : parse_ints(o.prefill_lengths, "--prefill-lengths")) {
+    next_block = 0;
+    tables.clear();
+    tables.push_back(table_for(n));
+    StepPlan plan;
+    ScheduledSeq s;
+    s.tokens.resize(static_cast<size_t>(n));
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      s.tokens[t] = static_cast<int32_t>((t * 7919 + 13) % static_cast<size_t>(c.vocab_size));
+    }
+    s.block_table = tables.back();
+    s.sampling.temperature = 0.0;
+    plan.seqs.push_back(s);
+    Timed t = time_plan(ex, plan, 1, n > 8192 ? 2 : 5);
+    // Matrices: 2 * (params without embeddings) per token; attention: QK^T and PV over the
+    // causal triangle, 2 * 2 * n^2 / 2 * heads * head_dim per layer.
+    const double dn = n;
+    const double gemm = 2.0 * (weight_bytes(c) / 2.0) * dn;
+    const double attn = 2.0 * dn * dn * static_cast<double>(c.num_attention_heads * c.head_dim) *
+                        static_cast<double>(c.num_hidden_layers);
+    const double floor_ms = (gemm + attn) / kGemmFlopsPerSecond * 1e3;
+    std::printf("| prefill %d tokens | %.3f | %.3f | %.3f | %.0f%% |\n", n, t.gpu_ms, t.wall_ms,
+                floor_ms, 100.0 * floor_ms / t.gpu_ms);
+  }
+  std::fflush(stdout);
+}
+
+std::unique_ptr<Weights> load_weights(const ModelOptions& m, const ModelConfig& config) {
+  if (m.load_format == "safetensors" ||
+      (m.load_format == "auto" && std::filesystem::is_directory(m.model) &&
+       (std::filesystem::exists(std::filesystem::path(m.model) / "model.safetensors") ||
+        std::filesystem::exists(std::filesystem::path(m.model) / "model.safetensors.index.json")))) {
+    return load_safetensors_weights(m.model, config);
+  }
+  return make_dummy_weights(config, m.seed);
+}
+
+}  // namespace
+
+int run_check(const CheckOptions& o) {
+  if (o.model.device != "cuda") fail("paceline check runs on the GPU: pass --device cuda");
+  if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
+  ModelConfig config = model_config_load(o.model.model);
+  std::unique_ptr<Weights> weights = load_weights(o.model, config);
+  CudaExecutorOptions co;
+  co.block_size = o.model.block_size;
+  if (!o.model.kv_cache_memory.empty()) {
+    co.kv_cache_bytes = parse_byte_size(o.model.kv_cache_memory, "--kv-cache-memory");
+  }
+  co.gpu_memory_utilization = o.model.gpu_memory_utilization;
+  co.enforce_eager = o.model.enforce_eager;
+  co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
+  CudaExecutor executor(config, *weights, co);
+
+  int status = 0;
+  if (!o.skip_invariance) {
+    BatchInvarianceOptions bo;
+    bo.num_prompts = o.prompts;
+    bo.steps = o.steps;
+    bo.batch_sizes = parse_ints(o.batch_sizes, "--batch-sizes");
+    bo.graph_sizes = executor.graph_sizes();
+    bo.vocab_size = config.vocab_size;
+    bo.seed = o.model.seed + 1;
+    BatchInvarianceReport report = check_batch_invariance(executor, bo);
+    std::printf("batch invariance, %s, %d prompts x %d greedy steps:\n%s", config.name.c_str(),
+                bo.num_prompts, bo.steps, report.summary().c_str());
+    std::printf("batch invariance: %s\n", report.ok() ? "PASS" : "FAIL");
+    if (!report.ok()) status = 1;
+  }
+  if (o.timing) run_timing(executor, config, o);
+  return status;
+}
+#else
+int run_check(const CheckOptions&) {
+  fail("paceline check needs the CUDA executor, and this build has none (nvcc was not found "
+       "when it was configured)");
+}
+#endif
+
+}  // namespace paceline

@@ -1,0 +1,29 @@
+#pragma once
+// `paceline check`: the GPU checks anyone can run. By default the batch-invariance check (the
+// same prompts decoded greedily alone and at batch 4, 8, 64, eagerly and through CUDA graphs,
+// must give the same tokens); with --timing, the decode-step and prefill timings of
+// docs/performance.md, each beside its floor.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/model_options.h"
+
+namespace paceline {
+
+struct CheckOptions {
+  ModelOptions model;
+  int prompts = 64;
+  int steps = 32;
+  std::string batch_sizes = "1,4,8,64";
+  bool timing = false;
+  bool skip_invariance = false;
+  std::string decode_batches = "1,16,64";
+  int64_t decode_context = 1024;
+  std::string prefill_lengths = "1024,8192,32768";
+  int repeats = 30;
+};
+
+void add_check_options(CLI::App& cmd, CheckOptions& options);
+int run_check(const CheckOptions& options);
+
+}  // namespace paceline

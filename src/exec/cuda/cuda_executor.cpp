@@ -1,0 +1,279 @@
+#include "exec/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "exec/cuda/activations.h"
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_model.h"
+#include "exec/cuda/decode_graphs.h"
+#include "exec/cuda/step_inputs.h"
+#include "exec/sampler.h"
+
+namespace paceline {
+
+using namespace paceline::cuda;
+
+bool cuda_device_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::string cuda_device_description() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return fmt::format("no CUDA device ({})", cudaGetErrorString(e));
+  if (count == 0) return "no CUDA device";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "CUDA device 0 unreadable";
+  return fmt::format("{}, {:.1f} GiB, sm_{}{}, {} SMs", p.name,
+                     static_cast<double>(p.totalGlobalMem) / (1 << 30), p.major, p.minor,
+                     p.multiProcessorCount);
+}
+
+namespace {
+
+// The stream and the step's timing events, created first and destroyed last (after the cuBLAS
+// handle and the graphs that use them).
+struct StreamAndEvents {
+  explicit StreamAndEvents(int device) {
+    PACELINE_CUDA_CHECK(cudaSetDevice(device));
+    PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    PACELINE_CUDA_CHECK(cudaEventCreate(&start));
+    PACELINE_CUDA_CHECK(cudaEventCreate(&end));
+  }
+  ~StreamAndEvents() {
+    if (start != nullptr) cudaEventDestroy(start);
+    if (end != nullptr) cudaEventDestroy(end);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+  StreamAndEvents(const StreamAndEvents&) = delete;
+  StreamAndEvents& operator=(const StreamAndEvents&) = delete;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr;
+  cudaEvent_t end = nullptr;
+};
+
+}  // namespace
+
+struct CudaExecutor::Impl {
+  Impl(const ModelConfig& config, const Weights& weights, const CudaExecutorOptions& o)
+      : options(o), cuda(o.device), stream(cuda.stream), step_start(cuda.start),
+        step_end(cuda.end), model(config, weights, stream) {}
+  ~Impl() { graphs.reset(); }
+
+  CudaExecutorOptions options;
+  StreamAndEvents cuda;
+  cudaStream_t stream;
+  cudaEvent_t step_start;
+  cudaEvent_t step_end;
+  CudaModel model;
+  StepLimits limits;
+  StepBuffers eager_inputs;
+  Activations eager_acts;
+  std::unique_ptr<DecodeGraphs> graphs;
+  PinnedBuffer host_tokens;
+  PinnedBuffer host_logits;
+  float last_gpu_ms = 0.0f;
+  Activations* last_acts = nullptr;
+  int last_num_logits = 0;
+  bool last_used_graph = false;
+};
+
+namespace {
+
+// What the eager path reserves at startup besides max_num_batched_tokens rows (it grows past
+// these when a step needs more).
+constexpr int64_t kEagerDecodeRows = 1024;
+constexpr int64_t kEagerLogitRows = 1024;
+
+KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
+                           int64_t graph_rows) {
+  const ModelConfig& c = model.config();
+  const int64_t block_bytes = c.kv_bytes_per_token(2) * o.block_size;
+  int64_t bytes = 0;
+  if (o.kv_cache_bytes) {
+    bytes = *o.kv_cache_bytes;
+  } else {
+    if (!(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
+      fail("--gpu-memory-utilization: {} is not in (0, 1]", o.gpu_memory_utilization);
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    PACELINE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const auto used = static_cast<int64_t>(total_bytes - free_bytes);
+    const int64_t activations =
+        (o.max_num_batched_tokens + graph_rows) * Activations::bytes_per_row(c) +
+        (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, kDecodeSplits) +
+        (kEagerLogitRows + graph_rows) * Activations::bytes_per_logit_row(c) +
+        (int64_t{1} << 30);
+    bytes = static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -
+            used - activations;
+    spdlog::info("cuda: {:.2f} GiB total, {:.2f} GiB in use after the weights, {:.2f} GiB kept "
+                 "for activations; KV cache gets {:.2f} GiB at --gpu-memory-utilization {}",
+                 static_cast<double>(total_bytes) / (1 << 30),
+                 static_cast<double>(used) / (1 << 30),
+                 static_cast<double>(activations) / (1 << 30),
+                 static_cast<double>(std::max<int64_t>(bytes, 0)) / (1 << 30),
+                 o.gpu_memory_utilization);
+  }
+  KvCacheShape kv{bytes / block_bytes, o.block_size};
+  if (kv.num_blocks < 1) {
+    fail("KV cache: {} bytes hold no block of {} bytes (raise --gpu-memory-utilization or "
+         "--kv-cache-memory)", bytes, block_bytes);
+  }
+  return kv;
+}
+
+}  // namespace
+
+CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
+                           const CudaExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(config, weights, options)) {
+  Impl& m = *impl_;
+  if (options.block_size < 1) fail("block size {} must be positive", options.block_size);
+  std::vector<int32_t> sizes;
+  if (!options.enforce_eager) {
+    for (int32_t s : options.cudagraph_sizes) {
+      if (s > 0) sizes.push_back(s);
+    }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  }
+  const int64_t graph_rows = sizes.empty() ? 0 : sizes.back();
+  m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows));
+
+  const KvCacheShape kv = m.model.kv_cache_shape();
+  m.limits.vocab_size = config.vocab_size;
+  m.limits.num_blocks = kv.num_blocks;
+  m.limits.block_size = kv.block_size;
+  m.limits.prefill_tile_rows = prefill_tile_rows(m.model.attention_shape());
+  m.eager_acts.reserve(config, options.max_num_batched_tokens, kEagerDecodeRows, kEagerLogitRows,
+                       kDecodeSplits);
+
+  const int64_t max_len = options.max_model_len > 0 ? options.max_model_len
+                                                     : config.max_position_embeddings;
+  const int64_t max_ctx = std::min(max_len, kv.num_blocks * kv.block_size);
+  const int64_t max_blocks_per_seq = (max_ctx + kv.block_size - 1) / kv.block_size;
+  m.graphs = std::make_unique<DecodeGraphs>(m.model, m.stream, m.limits, max_blocks_per_seq);
+  if (!sizes.empty()) {
+    const double seconds = m.graphs->capture(sizes);
+    spdlog::info("cuda: captured {} decode CUDA graphs (batch {}..{}) in {:.2f} s", sizes.size(),
+                 sizes.front(), sizes.back(), seconds);
+  }
+  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks of {} tokens ({:.2f} GiB)",
+               config.name, cuda_device_description(),
+               static_cast<double>(m.model.weight_bytes()) / (1 << 30), kv.num_blocks,
+               kv.block_size,
+               static_cast<double>(kv.num_blocks * m.model.kv_bytes_per_block()) / (1 << 30));
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+KvCacheShape CudaExecutor::kv_cache_shape() const { return impl_->model.kv_cache_shape(); }
+
+const std::vector<int32_t>& CudaExecutor::graph_sizes() const { return impl_->graphs->sizes(); }
+
+bool CudaExecutor::last_step_used_graph() const { return impl_->last_used_graph; }
+
+double CudaExecutor::last_gpu_ms() const { return impl_->last_gpu_ms; }
+
+StepResult CudaExecutor::execute(const StepPlan& plan) {
+  const auto start = std::chrono::steady_clock::now();
+  Impl& m = *impl_;
+  PACELINE_CUDA_CHECK(cudaSetDevice(m.options.device));  // the engine calls from its own thread
+  const int64_t vocab = m.model.config().vocab_size;
+
+  int num_logits = 0;
+  m.last_used_graph = m.graphs->prepare(plan);
+  if (m.last_used_graph) {
+    HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
+    PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
+    m.graphs->replay(h, plan.padded_batch_size);
+    m.last_acts = &m.graphs->activations();
+    num_logits = static_cast<int>(plan.seqs.size());
+  } else {
+    HostStep h = host_step_from_plan(plan, m.limits);
+    num_logits = static_cast<int>(h.logit_rows.size());
+    m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
+                         std::max(1, num_logits), kDecodeSplits);
+    PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
+    m.eager_inputs.upload(h, m.stream);
+    StepCounts counts{h.rows(), num_logits, static_cast<int>(h.decode_rows.size()),
+                      h.num_tiles()};
+    m.model.forward(counts, m.eager_inputs, m.eager_acts);
+    m.last_acts = &m.eager_acts;
+  }
+  m.last_num_logits = num_logits;
+
+  // Greedy tokens for every row; float32 logits only for the rows that sample.
+  m.host_tokens.reserve(static_cast<size_t>(std::max(1, num_logits)) * sizeof(int32_t));
+  PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_tokens.as<int32_t>(),
+                                      m.last_acts->sampled.as<int32_t>(),
+                                      static_cast<size_t>(num_logits) * sizeof(int32_t),
+                                      cudaMemcpyDeviceToHost, m.stream));
+  std::vector<int32_t> sampled_rows;
+  {
+    int row = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
+        if (!s.sampling.greedy()) sampled_rows.push_back(row);
+      }
+    }
+  }
+  if (!sampled_rows.empty()) {
+    m.host_logits.reserve(sampled_rows.size() * static_cast<size_t>(vocab) * sizeof(float));
+    for (size_t k = 0; k < sampled_rows.size(); ++k) {
+      PACELINE_CUDA_CHECK(cudaMemcpyAsync(
+          m.host_logits.as<float>() + k * static_cast<size_t>(vocab),
+          m.last_acts->logits.as<float>() + static_cast<int64_t>(sampled_rows[k]) * vocab,
+          static_cast<size_t>(vocab) * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
+    }
+  }
+  PACELINE_CUDA_CHECK(cudaEventRecord(m.step_end, m.stream));
+  PACELINE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m.last_gpu_ms, m.step_start, m.step_end));
+
+  StepResult result;
+  result.step_id = plan.step_id;
+  result.seqs.reserve(plan.seqs.size());
+  int row = 0;
+  size_t next_sampled = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    SeqResult& out = result.seqs.emplace_back();
+    out.request_id = s.request_id;
+    const int64_t first_position = s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits;
+    for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
+      if (s.sampling.greedy()) {
+        out.tokens.push_back(m.host_tokens.as<int32_t>()[row]);
+      } else {
+        std::span<const float> logits(
+            m.host_logits.as<float>() + next_sampled++ * static_cast<size_t>(vocab),
+            static_cast<size_t>(vocab));
+        out.tokens.push_back(sample_token(logits, s.sampling, s.seed, first_position + i));
+      }
+    }
+  }
+  result.step_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+  return result;
+}
+
+std::vector<float> CudaExecutor::last_logits() const {
+  const Impl& m = *impl_;
+  std::vector<float> out(static_cast<size_t>(m.last_num_logits) *
+                         static_cast<size_t>(m.model.config().vocab_size));
+  if (m.last_acts != nullptr && !out.empty()) {
+    PACELINE_CUDA_CHECK(cudaMemcpy(out.data(), m.last_acts->logits.as<float>(),
+                                   out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  return out;
+}
+
+}  // namespace paceline

@@ -1,0 +1,63 @@
+#pragma once
+// The CUDA Executor: runs a StepPlan on one GPU (CudaModel), replaying a CUDA graph for decode
+// plans of a captured size, and samples one token per requested logit row. Greedy rows are
+// sampled on the GPU (argmax, lowest index on ties, as sample_greedy); the others copy their row
+// of float32 logits back and go through sample_token, so every executor draws the same token
+// from the same logits. No CUDA header here: the CLI includes this from plain C++.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/executor.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace paceline {
+
+struct CudaExecutorOptions {
+  int device = 0;
+  int64_t block_size = 16;
+  // KV cache bytes; unset: what gpu_memory_utilization of the device leaves after the weights
+  // and the activations of max_num_batched_tokens rows (vLLM's semantics).
+  std::optional<int64_t> kv_cache_bytes;
+  double gpu_memory_utilization = 0.9;
+  int64_t max_num_batched_tokens = 16384;
+  // Longest context a sequence may reach (0: the model's max_position_embeddings).
+  int64_t max_model_len = 0;
+  // Decode batch sizes captured as CUDA graphs at startup; empty or enforce_eager: none.
+  std::vector<int32_t> cudagraph_sizes;
+  bool enforce_eager = false;
+};
+
+// Whether a CUDA device is present and usable (false in a build without CUDA).
+bool cuda_device_available();
+// One line naming the device (e.g. "NVIDIA H200, 139.8 GiB, sm_90"), or why there is none.
+std::string cuda_device_description();
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(const ModelConfig& config, const Weights& weights,
+               const CudaExecutorOptions& options);
+  ~CudaExecutor() override;
+
+  StepResult execute(const StepPlan& plan) override;
+  KvCacheShape kv_cache_shape() const override;
+
+  // The float32 logits of the last executed plan's logit rows, [rows][vocab] (copied back; for
+  // tests and checks).
+  std::vector<float> last_logits() const;
+  // Captured sizes, and whether the last plan replayed a graph.
+  const std::vector<int32_t>& graph_sizes() const;
+  bool last_step_used_graph() const;
+  // GPU time of the last execute, from CUDA events on its stream: the input upload, the forward
+  // (or graph replay) and the sampled tokens' copy back, without host-side preparation.
+  double last_gpu_ms() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace paceline

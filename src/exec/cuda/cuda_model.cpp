@@ -1,0 +1,115 @@
+#include "exec/cuda/cuda_model.h"
+
+#include <vector>
+
+#include "base/error.h"
+#include "exec/cpu/rope.h"
+#include "exec/cuda/cuda_check.h"
+
+namespace paceline::cuda {
+
+CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream)
+    : config_(config), stream_(stream), weights_(gpu_weights_upload(config, weights)),
+      gemm_(stream) {
+  const AttentionShape s = attention_shape();
+  if (s.num_kv_heads <= 0 || s.num_heads % s.num_kv_heads != 0 || s.num_heads / s.num_kv_heads > 8) {
+    fail("model {}: {} attention heads over {} KV heads is not supported by the CUDA kernels "
+         "(groups of at most 8)", config.name, s.num_heads, s.num_kv_heads);
+  }
+  if (s.head_dim % 8 != 0 || s.head_dim > 256) {
+    fail("model {}: head_dim {} is not supported by the CUDA kernels (a multiple of 8, <= 256)",
+         config.name, s.head_dim);
+  }
+  std::vector<float> inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling);
+  inv_freq_ = DeviceBuffer(inv_freq.size() * sizeof(float));
+  PACELINE_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), inv_freq.data(), inv_freq_.bytes(),
+                                 cudaMemcpyHostToDevice));
+}
+
+AttentionShape CudaModel::attention_shape() const {
+  return {static_cast<int>(config_.num_attention_heads),
+          static_cast<int>(config_.num_key_value_heads), static_cast<int>(config_.head_dim)};
+}
+
+int64_t CudaModel::kv_bytes_per_block() const {
+  return config_.kv_bytes_per_token(2) * kv_shape_.block_size;
+}
+
+void CudaModel::allocate_kv_cache(KvCacheShape shape) {
+  kv_shape_ = shape;
+  const auto bytes = static_cast<size_t>(config_.kv_bytes_per_token(2) * shape.block_size *
+                                         shape.num_blocks);
+  kv_cache_ = DeviceBuffer(bytes);
+  // Zeros, so that a bug reading an unwritten slot gives a wrong answer, never NaN from noise.
+  PACELINE_CUDA_CHECK(cudaMemset(kv_cache_.as<void>(), 0, bytes));
+}
+
+LayerCache CudaModel::layer_cache(int64_t layer) const {
+  const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
+  LayerCache c;
+  c.k = kv_cache_.as<bf16>() + 2 * layer * layer_elems;
+  c.v = c.k + layer_elems;
+  c.block_size = static_cast<int>(kv_shape_.block_size);
+  return c;
+}
+
+void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations& a) {
+  const ModelConfig& c = config_;
+  const int64_t hidden = c.hidden_size;
+  const int64_t inter = c.intermediate_size;
+  const int64_t qkv_width = c.q_size() + 2 * c.kv_size();
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  const AttentionShape shape = attention_shape();
+  const RowInputs rows = in.row_inputs();
+  if (n.rows == 0) return;
+
+  PACELINE_CUDA_CHECK(launch_embedding(rows.tokens, weights_.embed_tokens.as<bf16>(), hidden,
+                                       n.rows, a.residual.as<float>(), stream_));
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const GpuLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+    const LayerCache cache = layer_cache(layer);
+    // Attention block.
+    PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr, w.input_norm.as<float>(),
+                                        hidden, eps, n.rows, a.normed.as<bf16>(), stream_));
+    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.qkv_proj.as<bf16>(), qkv_width,
+                  a.qkv.as<float>());
+    PACELINE_CUDA_CHECK(launch_qk_norm_rope_store(
+        a.qkv.as<float>(), n.rows, shape, c.qk_norm ? w.q_norm.as<float>() : nullptr,
+        c.qk_norm ? w.k_norm.as<float>() : nullptr, eps, inv_freq_.as<float>(), rows, cache,
+        stream_));
+    if (n.decode_rows > 0) {
+      PACELINE_CUDA_CHECK(launch_attention_decode(
+          a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodeSplits, shape, rows, cache,
+          a.partial_acc.as<float>(), a.partial_ml.as<float>(), stream_));
+      PACELINE_CUDA_CHECK(launch_attention_decode_merge(
+          a.partial_acc.as<float>(), a.partial_ml.as<float>(), in.decode_rows(), n.decode_rows,
+          kDecodeSplits, shape, rows, a.attn.as<bf16>(), stream_));
+    }
+    if (n.tiles > 0) {
+      PACELINE_CUDA_CHECK(launch_attention_prefill(a.qkv.as<float>(), in.tiles(), n.tiles, shape,
+                                                   rows, cache, a.attn.as<bf16>(), stream_));
+    }
+    gemm_.run_f32(a.attn.as<bf16>(), n.rows, c.q_size(), w.o_proj.as<bf16>(), hidden,
+                  a.residual.as<float>(), 1.0f);
+    // MLP block.
+    PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
+                                        w.post_attention_norm.as<float>(), hidden, eps, n.rows,
+                                        a.normed.as<bf16>(), stream_));
+    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
+                  a.gate_up.as<float>());
+    PACELINE_CUDA_CHECK(
+        launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
+    gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,
+                  a.residual.as<float>(), 1.0f);
+  }
+  if (n.logits == 0) return;
+  PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), in.logit_rows(),
+                                      weights_.final_norm.as<float>(), hidden, eps, n.logits,
+                                      a.final_normed.as<bf16>(), stream_));
+  gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(),
+                c.vocab_size, a.logits.as<float>());
+  PACELINE_CUDA_CHECK(
+      launch_argmax(a.logits.as<float>(), c.vocab_size, n.logits, a.sampled.as<int32_t>(), stream_));
+}
+
+}  // namespace paceline::cuda

@@ -1,0 +1,62 @@
+#pragma once
+// The forward pass of Qwen3 and Llama-3.x dense models on one GPU: bf16 weights and KV cache,
+// float32 residual stream and accumulation. Mirrors CpuModel (exec/cpu/cpu_model.h) step for
+// step; the kernels are in kernels.h, the GEMMs in gemm.h. Everything is enqueued on one stream
+// and nothing synchronizes, so one forward can be captured into a CUDA graph.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "exec/cuda/activations.h"
+#include "exec/cuda/device_buffer.h"
+#include "exec/cuda/gemm.h"
+#include "exec/cuda/gpu_weights.h"
+#include "exec/cuda/step_inputs.h"
+#include "exec/executor.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace paceline::cuda {
+
+// Splits of the decode attention per (row, KV head): fixed, so that results never depend on the
+// batch (kernels.h).
+inline constexpr int kDecodeSplits = 16;
+
+struct StepCounts {
+  int rows = 0;
+  int logits = 0;
+  int decode_rows = 0;
+  int tiles = 0;
+};
+
+class CudaModel {
+ public:
+  // Uploads the weights; the KV cache is allocated by allocate_kv_cache, once the caller knows
+  // how much memory is left for it.
+  CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t weight_bytes() const { return weights_.bytes; }
+  AttentionShape attention_shape() const;
+
+  void allocate_kv_cache(KvCacheShape shape);
+  KvCacheShape kv_cache_shape() const { return kv_shape_; }
+  int64_t kv_bytes_per_block() const;
+
+  // Enqueues the forward of the uploaded step: logits of its logit rows into acts.logits and
+  // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).
+  void forward(const StepCounts& counts, const StepBuffers& in, Activations& acts);
+
+ private:
+  LayerCache layer_cache(int64_t layer) const;
+
+  ModelConfig config_;
+  cudaStream_t stream_;
+  GpuWeights weights_;
+  Gemm gemm_;
+  DeviceBuffer inv_freq_;  // f32 [head_dim / 2], with the llama3 scaling applied
+  DeviceBuffer kv_cache_;  // bf16 [layers][K, V][slots][kv_heads][head_dim]
+  KvCacheShape kv_shape_;
+};
+
+}  // namespace paceline::cuda

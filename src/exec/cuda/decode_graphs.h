@@ -1,0 +1,57 @@
+#pragma once
+// CUDA graphs of the decode forward, one per captured batch size. A decode plan of n sequences
+// (one token and one logit each) replays the graph of its padded_batch_size: its inputs are
+// copied into that graph's StepBuffers (fixed addresses), the padding rows attend to nothing and
+// write nothing, and the logits of the first n rows are the answer. All graphs share one
+// Activations sized for the largest.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "exec/cuda/activations.h"
+#include "exec/cuda/cuda_model.h"
+#include "exec/cuda/step_inputs.h"
+
+namespace paceline::cuda {
+
+class DecodeGraphs {
+ public:
+  // max_blocks_per_seq bounds one sequence's block table (max context / block size).
+  DecodeGraphs(CudaModel& model, cudaStream_t stream, const StepLimits& limits,
+               int64_t max_blocks_per_seq);
+  ~DecodeGraphs();
+  DecodeGraphs(const DecodeGraphs&) = delete;
+  DecodeGraphs& operator=(const DecodeGraphs&) = delete;
+
+  // Captures a graph per size (sorted ascending); returns the seconds it took.
+  double capture(const std::vector<int32_t>& sizes);
+  const std::vector<int32_t>& sizes() const { return sizes_; }
+  // Whether `plan` can replay a graph: decode, one token and one logit per sequence, a
+  // padded_batch_size that holds it, and block tables within the captured bound. A padded size
+  // not captured at startup but within the largest is captured now (logged).
+  bool prepare(const StepPlan& plan);
+  // Uploads a step made by host_step_padded(plan, limits, size) and launches the graph of
+  // `size`; the results land in activations().
+  void replay(const HostStep& step, int32_t size);
+  Activations& activations() { return acts_; }
+
+ private:
+  struct Graph {
+    StepBuffers inputs;
+    cudaGraphExec_t exec = nullptr;
+  };
+  void capture_one(int32_t size);
+
+  CudaModel& model_;
+  cudaStream_t stream_;
+  StepLimits limits_;
+  int64_t max_blocks_per_seq_;
+  Activations acts_;
+  std::map<int32_t, std::unique_ptr<Graph>> graphs_;
+  std::vector<int32_t> sizes_;
+};
+
+}  // namespace paceline::cuda

@@ -1,0 +1,41 @@
+#pragma once
+// The projections: y[rows, n] = x[rows, k] @ w[n, k]^T, bf16 inputs, float32 accumulation, and a
+// float32 or bf16 output. beta = 1 accumulates into y, which is how the residual additions after
+// o_proj and down_proj are fused into those GEMMs.
+//
+// Batch invariance: cuBLAS picks its kernel (tiles, split-K) from the whole shape, so a row's
+// bits would depend on how many rows share the call. Every call therefore runs in chunks of
+// exactly kGemmRows rows (x and y hold a multiple of kGemmRows rows; the padding rows compute
+// values nobody reads): one shape per (n, k), one kernel, the same bits for a row in any batch.
+// At 128 rows a chunk is still memory-bound in decode and near the compute ridge in prefill.
+#include <cublas_v2.h>
+
+#include <cstdint>
+
+#include "exec/cuda/device_buffer.h"
+#include "exec/cuda/kernels.h"
+
+namespace paceline::cuda {
+
+inline constexpr int64_t kGemmRows = 128;
+inline int64_t gemm_padded_rows(int64_t rows) { return (rows + kGemmRows - 1) / kGemmRows * kGemmRows; }
+
+class Gemm {
+ public:
+  explicit Gemm(cudaStream_t stream);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  void run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, float* y,
+               float beta = 0.0f);
+  void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y);
+
+ private:
+  void run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
+           cudaDataType_t y_type, float beta);
+  cublasHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;  // set explicitly so that graph capture allocates nothing
+};
+
+}  // namespace paceline::cuda

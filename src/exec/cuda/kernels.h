@@ -1,0 +1,84 @@
+#pragma once
+// Launchers of the CUDA executor's kernels. Plain types only, so that host code compiled by g++
+// and the .cu files compiled by nvcc share this header. Every launcher returns the launch's
+// error (cudaGetLastError) for the caller to check; none synchronizes.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace paceline::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// The step's per-row and per-sequence inputs, as device pointers (see step_inputs.h).
+struct RowInputs {
+  const int32_t* tokens = nullptr;            // [rows]
+  const int32_t* positions = nullptr;         // [rows]; -1 marks a padding row (no keys)
+  const int64_t* slots = nullptr;             // [rows]; -1: the row writes no K/V
+  const int32_t* row_seq = nullptr;           // [rows]: index of the row's sequence
+  const int32_t* seq_block_offset = nullptr;  // [seqs]: start of its block table in `blocks`
+  const int32_t* blocks = nullptr;            // block tables of all sequences, concatenated
+};
+
+// The paged KV cache of one layer: K and V each [slots][kv_heads][head_dim], slot = block *
+// block_size + offset.
+struct LayerCache {
+  bf16* k = nullptr;
+  bf16* v = nullptr;
+  int block_size = 16;
+};
+
+struct AttentionShape {
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+};
+
+// residual[r] = table[tokens[r]], converted to float32.
+cudaError_t launch_embedding(const int32_t* tokens, const bf16* table, int64_t hidden, int rows,
+                             float* residual, cudaStream_t stream);
+
+// out[r] = weight * x[src] / rms(x[src]), src = gather ? gather[r] : r. x is float32, out bf16.
+cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* weight,
+                            int64_t width, float eps, int rows, bf16* out, cudaStream_t stream);
+
+// Per row of qkv (float32, [rows][q_size + 2 kv_size]): RMSNorm over each q and k head when
+// q_norm is set (Qwen3), RoPE ("rotate half") at the row's position with inv_freq, q rewritten in
+// place, and k and v stored in bf16 at the row's slot of the layer's cache.
+cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape,
+                                      const float* q_norm, const float* k_norm, float eps,
+                                      const float* inv_freq, RowInputs in, LayerCache cache,
+                                      cudaStream_t stream);
+
+// Decode attention (one query token per row, causal over the row's own context) for the rows
+// listed in `rows`, each spread over num_splits blocks per KV head; a split with no keys exits.
+// partial_acc: [num_rows][num_heads][num_splits][head_dim], partial_ml: [..][num_splits][2].
+// How keys are dealt depends only on the row's context and num_splits, never on the batch.
+cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int num_rows,
+                                    int num_splits, AttentionShape shape, RowInputs in,
+                                    LayerCache cache, float* partial_acc, float* partial_ml,
+                                    cudaStream_t stream);
+// Merges the splits of launch_attention_decode into out ([rows][q_size], bf16).
+cudaError_t launch_attention_decode_merge(const float* partial_acc, const float* partial_ml,
+                                          const int32_t* rows, int num_rows, int num_splits,
+                                          AttentionShape shape, RowInputs in, bf16* out,
+                                          cudaStream_t stream);
+
+// Prefill attention over tiles of consecutive rows of one sequence (tiles: [num_tiles][3] =
+// sequence, first row, row count <= prefill_tile_rows(shape)), each row causal over its
+// sequence's cached prefix and the rows before it.
+int prefill_tile_rows(AttentionShape shape);
+cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int num_tiles,
+                                     AttentionShape shape, RowInputs in, LayerCache cache,
+                                     bf16* out, cudaStream_t stream);
+
+// out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out.
+cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
+                          cudaStream_t stream);
+
+// out[r] = index of the largest of logits[r] (the lowest index among equals).
+cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t* out,
+                          cudaStream_t stream);
+
+}  // namespace paceline::cuda
