@@ -82,6 +82,7 @@ bool RecordLog::done(uint64_t id, int64_t t_ns, const Usage& usage) {
   if (!r) return false;
   r->end_ns = rel(t_ns);
   r->http_status = 200;
+  r->stream_completed = true;
   int64_t local_osl = 0;
   for (int64_t n : r->chunk_tokens) local_osl += n;
   r->usage_reported = usage.prompt_tokens >= 0 && usage.completion_tokens >= 0;

@@ -51,6 +51,7 @@ struct RequestRecord {
 
   RecordStatus status = RecordStatus::kInFlight;
   int http_status = 0;
+  bool stream_completed = false;  // the stream ended normally ([DONE] or usage), content or not
   std::string error;
   bool context_overflow = false;
 

@@ -191,5 +191,28 @@ TEST(Replay, AFailedWarmupAbortsTheRun) {
   EXPECT_EQ(r.records()[1].status, RecordStatus::kIncomplete);  // lane 1's one-token request
 }
 
+TEST(Replay, AWarmupAnsweredWithoutTextStillCounts) {
+  // A one-token warmup whose token has no text (half of a UTF-8 character) completes with no
+  // content chunk: the server answered, so profiling starts; the record still says why it has
+  // no TTFT.
+  std::vector<AgentxSession> sessions = {session("s", {turn(0, 1), turn(10, 1), turn(20, 1)})};
+  SessionReplayConfig config = plain_config(100 * kSec);
+  config.warmup_requests_per_lane = 1;
+  ReplayRun r(sessions, config, [](const RequestSpec& spec) {
+    Reply reply;
+    if (spec.turn < 0) reply.tokens = 0;
+    return reply;
+  });
+  r.run();
+  EXPECT_FALSE(r.replayer.abort_reason());
+  EXPECT_TRUE(r.replayer.profiling_start_ns());
+  EXPECT_FALSE(r.phase(Phase::kProfiling).empty());
+  ASSERT_FALSE(r.phase(Phase::kWarmup).empty());
+  for (const RequestRecord& w : r.phase(Phase::kWarmup)) {
+    EXPECT_EQ(w.status, RecordStatus::kError);
+    EXPECT_EQ(w.error, "the stream ended without any content");
+  }
+}
+
 }  // namespace
 }  // namespace paceline::bench
