@@ -32,6 +32,9 @@ class CpuModel {
   // out of vocabulary, block table too short or pointing outside the cache).
   std::vector<float> forward(const StepPlan& plan);
 
+  // The attention thread pool, free between forwards (the executor samples rows on it).
+  ThreadPool& pool() { return pool_; }
+
  private:
   struct Batch;  // the plan flattened to rows: positions, slots, attention spans, logit rows
 
