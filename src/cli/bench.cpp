@@ -111,27 +111,11 @@ std::string delayer_label(const BenchOptions& o, const std::optional<double>& ho
 std::unique_ptr<bench::Replay> make_replay(const BenchOptions& o, const LoadedTraces& t,
                                            int concurrency, bench::Transport& transport) {
   if (t.open_loop) {
-    bench::ArrivalReplayConfig c;
-    c.time_scale = o.replay.time_scale;
-    c.trace_name = fs::path(o.replay.traces).filename().string();
-    c.seed = o.seed;
-    c.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
-    c.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
-    return std::make_unique<bench::ArrivalReplayer>(t.records, c, transport);
+    return std::make_unique<bench::ArrivalReplayer>(
+        t.records, arrival_replay_config(o.replay, o.seed), transport);
   }
-  if (o.replay.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
-  bench::SessionReplayConfig c;
-  c.concurrency = concurrency;
-  c.sampler = bench::parse_sampler_kind(o.replay.sampler);
-  c.seed = o.seed;
-  c.start_window_lo = o.replay.start_window[0];
-  c.start_window_hi = o.replay.start_window[1];
-  c.warmup_requests_per_lane = o.replay.warmup_requests_per_lane;
-  c.trace_idle_gap_cap_ns = seconds_to_ns(o.replay.trace_idle_gap_cap, "--trace-idle-gap-cap");
-  c.system_idle_gap_cap_ns = seconds_to_ns(o.replay.system_idle_gap_cap, "--system-idle-gap-cap");
-  c.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
-  c.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
-  return std::make_unique<bench::SessionReplayer>(t.sessions, c, transport);
+  return std::make_unique<bench::SessionReplayer>(
+      t.sessions, session_replay_config(o.replay, concurrency, o.seed), transport);
 }
 
 }  // namespace
@@ -170,10 +154,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   http.text.overhead_tokens =
       o.chat_overhead_tokens >= 0 ? o.chat_overhead_tokens : bench::kDefaultChatOverheadTokens;
   http.tokens.seed = o.seed;
-  if (o.replay.gpus < 1) fail("--gpus must be at least 1");
-  bench::SummaryOptions summary_options;
-  summary_options.gpus = o.replay.gpus;
-  if (!o.replay.slo.empty()) summary_options.slo = bench::parse_slo(o.replay.slo);
+  const bench::SummaryOptions summary = summary_options(o.replay);
 
   const LoadedTraces traces = load_traces(o);
   const bench::TraceTransform transform = o.replay.transform();
@@ -249,7 +230,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   result.cancelled = driver.interrupted();
   if (sessions) result.abort_reason = sessions->abort_reason();
   const auto& records = replay->log().records();
-  result.summary = bench::summarize(records, summary_options);
+  result.summary = bench::summarize(records, summary);
   bench::Summary& s = result.summary;
   if (result.abort_reason) {
     s.valid = false;

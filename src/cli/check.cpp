@@ -101,7 +101,8 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
   std::vector<std::vector<int32_t>> tables;
   tables.reserve(4096);
   const std::vector<int32_t> graph_sizes = ex.graph_sizes();
-  std::printf("| step | median GPU ms (CUDA events) | median wall ms | floor ms | floor / measured |\n");
+  std::printf(
+      "| step | median GPU ms (CUDA events) | median wall ms | floor ms | floor / measured |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: |\n");
   for (int batch : parse_ints(o.decode_batches, "--decode-batches")) {
     next_block = 0;
@@ -113,7 +114,8 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
       s.request_id = static_cast<uint64_t>(i);
       s.tokens.resize(static_cast<size_t>(o.decode_context));
       for (size_t t = 0; t < s.tokens.size(); ++t) {
-        s.tokens[t] = static_cast<int32_t>((t * 7919 + static_cast<size_t>(i) * 104729) % static_cast<size_t>(c.vocab_size));
+        s.tokens[t] = static_cast<int32_t>((t * 7919 + static_cast<size_t>(i) * 104729) %
+                                           static_cast<size_t>(c.vocab_size));
       }
       s.block_table = tables.back();
       s.sampling.temperature = 0.0;
@@ -122,7 +124,8 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
     // Fill the KV cache with real keys and values, a few sequences per step.
     for (size_t first = 0; first < prefill.seqs.size(); first += 8) {
       StepPlan part;
-      for (size_t i = first; i < std::min(prefill.seqs.size(), first + 8); ++i) part.seqs.push_back(prefill.seqs[i]);
+      for (size_t i = first; i < std::min(prefill.seqs.size(), first + 8); ++i)
+        part.seqs.push_back(prefill.seqs[i]);
       ex.execute(part);
     }
     StepPlan decode;
@@ -172,7 +175,8 @@ std::unique_ptr<Weights> load_weights(const ModelOptions& m, const ModelConfig& 
   if (m.load_format == "safetensors" ||
       (m.load_format == "auto" && std::filesystem::is_directory(m.model) &&
        (std::filesystem::exists(std::filesystem::path(m.model) / "model.safetensors") ||
-        std::filesystem::exists(std::filesystem::path(m.model) / "model.safetensors.index.json")))) {
+        std::filesystem::exists(std::filesystem::path(m.model) /
+                                "model.safetensors.index.json")))) {
     return load_safetensors_weights(m.model, config);
   }
   return make_dummy_weights(config, m.seed);
@@ -215,8 +219,9 @@ int run_check(const CheckOptions& o) {
 }
 #else
 int run_check(const CheckOptions&) {
-  fail("paceline check needs the CUDA executor, and this build has none (nvcc was not found "
-       "when it was configured)");
+  fail(
+      "paceline check needs the CUDA executor, and this build has none (nvcc was not found "
+      "when it was configured)");
 }
 #endif
 

@@ -55,7 +55,8 @@ int run_generate(const GenerateOptions& o) {
   params.sampling.temperature = o.temperature;
   params.sampling.top_p = o.top_p;
   params.sampling.top_k = o.top_k;
-  for (int64_t id : m.config.eos_token_ids) params.eos_token_ids.push_back(static_cast<int32_t>(id));
+  for (int64_t id : m.config.eos_token_ids)
+    params.eos_token_ids.push_back(static_cast<int32_t>(id));
 
   std::printf("prompt (%zu tokens): %s\n--- answer ---\n", prompt.size(), o.prompt.c_str());
   std::fflush(stdout);
@@ -84,11 +85,13 @@ int run_generate(const GenerateOptions& o) {
   const double total_s = static_cast<double>(t1 - t0) * 1e-9;
   const double ttft_ms = first_token_ns >= 0 ? static_cast<double>(first_token_ns - t0) * 1e-6 : 0;
   const int64_t n = last.usage.completion_tokens;
-  const double decode_s = static_cast<double>(t1 - (first_token_ns >= 0 ? first_token_ns : t0)) * 1e-9;
-  std::printf("\n--- %lld tokens, finish_reason=%s, ttft %.1f ms, %.1f tok/s decode, %.2f s total ---\n",
-              static_cast<long long>(n),
-              std::string(finish_reason_name(last.finish_reason.value_or(FinishReason::kAbort))).c_str(),
-              ttft_ms, n > 1 && decode_s > 0 ? static_cast<double>(n - 1) / decode_s : 0.0, total_s);
+  const double decode_s =
+      static_cast<double>(t1 - (first_token_ns >= 0 ? first_token_ns : t0)) * 1e-9;
+  std::printf(
+      "\n--- %lld tokens, finish_reason=%s, ttft %.1f ms, %.1f tok/s decode, %.2f s total ---\n",
+      static_cast<long long>(n),
+      std::string(finish_reason_name(last.finish_reason.value_or(FinishReason::kAbort))).c_str(),
+      ttft_ms, n > 1 && decode_s > 0 ? static_cast<double>(n - 1) / decode_s : 0.0, total_s);
   return 0;
 }
 

@@ -59,13 +59,19 @@ int64_t parse_byte_size(const std::string& text, const std::string& flag) {
   }
   std::string suffix = text.substr(pos);
   double mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KiB" || suffix == "k") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else fail("{}: '{}' has an unknown unit '{}' (use K, M or G)", flag, text, suffix);
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KiB" || suffix == "k")
+    mult = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    fail("{}: '{}' has an unknown unit '{}' (use K, M or G)", flag, text, suffix);
   double bytes = value * mult;
-  if (!(bytes > 0) || !std::isfinite(bytes) || bytes > 9e18) fail("{}: '{}' is out of range", flag, text);
+  if (!(bytes > 0) || !std::isfinite(bytes) || bytes > 9e18)
+    fail("{}: '{}' is out of range", flag, text);
   return static_cast<int64_t>(bytes);
 }
 
@@ -86,14 +92,16 @@ KvCacheShape kv_cache_shape_for(const ModelOptions& o, const ModelConfig& config
                                : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
   const int64_t block_bytes = config.kv_bytes_per_token(sizeof(float)) * o.block_size;
   KvCacheShape kv{kv_bytes / block_bytes, o.block_size};
-  if (kv.num_blocks < 1) fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", kv_bytes, block_bytes);
+  if (kv.num_blocks < 1)
+    fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", kv_bytes, block_bytes);
   return kv;
 }
 
 }  // namespace
 
 LoadedModel load_model(const ModelOptions& o) {
-  if (o.block_size < 1 || o.block_size > 1024) fail("--block-size: {} is out of range 1..1024", o.block_size);
+  if (o.block_size < 1 || o.block_size > 1024)
+    fail("--block-size: {} is out of range 1..1024", o.block_size);
   LoadedModel m;
   auto t0 = std::chrono::steady_clock::now();
   m.config = model_config_load(o.model);
@@ -115,16 +123,18 @@ LoadedModel load_model(const ModelOptions& o) {
     // Only the KV shape matters to the scheduler; no weights are loaded and no memory is taken.
     KvCacheShape kv = kv_cache_shape_for(o, m.config);
     m.executor = std::make_unique<NullExecutor>(kv, m.config.vocab_size, m.config.eos_token_ids);
-    spdlog::info("model {} on the null executor (no weights, meaningless tokens, zero step time): "
-                 "{} KV blocks of {} tokens, loaded in {:.2f} s",
-                 m.config.name, kv.num_blocks, kv.block_size, seconds_since(t0));
+    spdlog::info(
+        "model {} on the null executor (no weights, meaningless tokens, zero step time): "
+        "{} KV blocks of {} tokens, loaded in {:.2f} s",
+        m.config.name, kv.num_blocks, kv.block_size, seconds_since(t0));
     return m;
   }
 
   std::string format = o.load_format;
   if (format == "auto") {
-    format = fs::is_directory(o.model) && (fs::exists(fs::path(o.model) / "model.safetensors") ||
-                                           fs::exists(fs::path(o.model) / "model.safetensors.index.json"))
+    format = fs::is_directory(o.model) &&
+                     (fs::exists(fs::path(o.model) / "model.safetensors") ||
+                      fs::exists(fs::path(o.model) / "model.safetensors.index.json"))
                  ? "safetensors"
                  : "dummy";
   }
@@ -149,23 +159,26 @@ LoadedModel load_model(const ModelOptions& o) {
     co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
     m.executor = std::make_unique<CudaExecutor>(m.config, *m.weights, co);
     KvCacheShape kv = m.executor->kv_cache_shape();
-    spdlog::info("model {} ({:.1f}M parameters, {} weights) on cuda: {} KV blocks of {} tokens, "
-                 "loaded in {:.2f} s",
-                 m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format,
-                 kv.num_blocks, kv.block_size, seconds_since(t0));
+    spdlog::info(
+        "model {} ({:.1f}M parameters, {} weights) on cuda: {} KV blocks of {} tokens, "
+        "loaded in {:.2f} s",
+        m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format, kv.num_blocks,
+        kv.block_size, seconds_since(t0));
     return m;
 #else
-    fail("--device cuda: this build has no CUDA executor (nvcc was not found when it was "
-         "configured)");
+    fail(
+        "--device cuda: this build has no CUDA executor (nvcc was not found when it was "
+        "configured)");
 #endif
   }
   KvCacheShape kv = kv_cache_shape_for(o, m.config);
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   m.executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv, std::max(1, threads));
-  spdlog::info("model {} ({:.1f}M parameters, {} weights) on cpu: {} KV blocks of {} tokens, "
-               "{} threads, loaded in {:.2f} s",
-               m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format,
-               kv.num_blocks, kv.block_size, threads, seconds_since(t0));
+  spdlog::info(
+      "model {} ({:.1f}M parameters, {} weights) on cpu: {} KV blocks of {} tokens, "
+      "{} threads, loaded in {:.2f} s",
+      m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format, kv.num_blocks,
+      kv.block_size, threads, seconds_since(t0));
   return m;
 }
 

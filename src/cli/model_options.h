@@ -14,16 +14,16 @@
 namespace paceline {
 
 struct ModelOptions {
-  std::string model = "tiny";         // config JSON, HF folder, or shipped name
-  std::string load_format = "auto";   // auto | safetensors | dummy
-  uint64_t seed = 0;                  // dummy weights and default sampling seeds
-  std::string tokenizer;              // tokenizer.json or its folder; default: the Qwen3 files
-  std::string device = "cpu";         // cpu | cuda
-  std::string kv_cache_memory = "";   // bytes with optional K/M/G suffix; default per device
+  std::string model = "tiny";           // config JSON, HF folder, or shipped name
+  std::string load_format = "auto";     // auto | safetensors | dummy
+  uint64_t seed = 0;                    // dummy weights and default sampling seeds
+  std::string tokenizer;                // tokenizer.json or its folder; default: the Qwen3 files
+  std::string device = "cpu";           // cpu | cuda
+  std::string kv_cache_memory = "";     // bytes with optional K/M/G suffix; default per device
   double gpu_memory_utilization = 0.9;  // cuda: fraction of the GPU for weights, activations, KV
-  bool enforce_eager = false;         // cuda: no CUDA graphs
+  bool enforce_eager = false;           // cuda: no CUDA graphs
   int64_t block_size = 16;
-  int threads = 0;                    // CPU threads; 0 = all cores
+  int threads = 0;  // CPU threads; 0 = all cores
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& options);

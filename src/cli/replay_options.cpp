@@ -1,6 +1,7 @@
 #include "cli/replay_options.h"
 
 #include <cmath>
+#include <filesystem>
 
 #include "base/error.h"
 
@@ -58,6 +59,41 @@ nlohmann::json replay_settings_json(const ReplayOptions& o) {
       {"osl_scale", o.osl_scale},
       {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json(nullptr)},
   };
+}
+
+bench::SessionReplayConfig session_replay_config(const ReplayOptions& o, int concurrency,
+                                                 uint64_t seed) {
+  if (o.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
+  bench::SessionReplayConfig c;
+  c.concurrency = concurrency;
+  c.sampler = bench::parse_sampler_kind(o.sampler);
+  c.seed = seed;
+  c.start_window_lo = o.start_window[0];
+  c.start_window_hi = o.start_window[1];
+  c.warmup_requests_per_lane = o.warmup_requests_per_lane;
+  c.trace_idle_gap_cap_ns = seconds_to_ns(o.trace_idle_gap_cap, "--trace-idle-gap-cap");
+  c.system_idle_gap_cap_ns = seconds_to_ns(o.system_idle_gap_cap, "--system-idle-gap-cap");
+  c.duration_ns = seconds_to_ns(o.duration, "--duration");
+  c.drain_timeout_ns = seconds_to_ns(o.drain_timeout, "--drain-timeout");
+  return c;
+}
+
+bench::ArrivalReplayConfig arrival_replay_config(const ReplayOptions& o, uint64_t seed) {
+  bench::ArrivalReplayConfig c;
+  c.time_scale = o.time_scale;
+  c.trace_name = std::filesystem::path(o.traces).filename().string();
+  c.seed = seed;
+  c.duration_ns = seconds_to_ns(o.duration, "--duration");
+  c.drain_timeout_ns = seconds_to_ns(o.drain_timeout, "--drain-timeout");
+  return c;
+}
+
+bench::SummaryOptions summary_options(const ReplayOptions& o) {
+  if (o.gpus < 1) fail("--gpus must be at least 1");
+  bench::SummaryOptions s;
+  s.gpus = o.gpus;
+  if (!o.slo.empty()) s.slo = bench::parse_slo(o.slo);
+  return s;
 }
 
 int64_t seconds_to_ns(double seconds, const char* flag) {

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/arrival_replayer.h"
+#include "bench/session_replayer.h"
+#include "bench/summary.h"
 #include "bench/trace_transform.h"
 
 namespace paceline {
@@ -37,6 +40,13 @@ void add_replay_options(CLI::App& cmd, ReplayOptions& options);
 
 // The replay settings as the run's summary.json records them.
 nlohmann::json replay_settings_json(const ReplayOptions& options);
+
+// The replayers' and the summary's configurations, the same for `bench` and `sim`. Each checks its
+// flags and fails with a message naming the one that is wrong.
+bench::SessionReplayConfig session_replay_config(const ReplayOptions& options, int concurrency,
+                                                 uint64_t seed);
+bench::ArrivalReplayConfig arrival_replay_config(const ReplayOptions& options, uint64_t seed);
+bench::SummaryOptions summary_options(const ReplayOptions& options);
 
 // A duration flag in seconds as nanoseconds; a clear error names the flag when it is not finite.
 int64_t seconds_to_ns(double seconds, const char* flag);

@@ -1,7 +1,7 @@
 #include "cli/serve.h"
 
-#include <csignal>
 #include <pthread.h>
+#include <csignal>
 #include <thread>
 
 #include "base/clock.h"
@@ -31,7 +31,8 @@ void add_serve_options(CLI::App& cmd, ServeOptions& o) {
   cmd.add_option("--shutdown-timeout", o.shutdown_timeout,
                  "seconds SIGTERM waits for in-flight requests")
       ->capture_default_str();
-  cmd.add_option("--max-body", o.max_body, "largest request body (413 above)")->capture_default_str();
+  cmd.add_option("--max-body", o.max_body, "largest request body (413 above)")
+      ->capture_default_str();
 }
 
 int run_serve(const ServeOptions& o) {

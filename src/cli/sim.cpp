@@ -68,28 +68,12 @@ SimSetup prepare(const SimOptions& o) {
 }
 
 sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurrency) {
-  if (o.replay.start_window.size() != 2) fail("--start-window takes two fractions: lo,hi");
-  if (o.replay.gpus < 1) fail("--gpus must be at least 1");
   sim::SimRunConfig c;
   c.scheduler = s.engine.scheduler;
-  bench::SessionReplayConfig& r = c.session;
-  r.concurrency = concurrency;
-  r.sampler = bench::parse_sampler_kind(o.replay.sampler);
-  r.seed = o.seed;
-  r.start_window_lo = o.replay.start_window[0];
-  r.start_window_hi = o.replay.start_window[1];
-  r.warmup_requests_per_lane = o.replay.warmup_requests_per_lane;
-  r.trace_idle_gap_cap_ns = seconds_to_ns(o.replay.trace_idle_gap_cap, "--trace-idle-gap-cap");
-  r.system_idle_gap_cap_ns = seconds_to_ns(o.replay.system_idle_gap_cap, "--system-idle-gap-cap");
-  r.duration_ns = seconds_to_ns(o.replay.duration, "--duration");
-  r.drain_timeout_ns = seconds_to_ns(o.replay.drain_timeout, "--drain-timeout");
-  c.arrival.time_scale = o.replay.time_scale;
-  c.arrival.seed = o.seed;
-  c.arrival.duration_ns = r.duration_ns;
-  c.arrival.drain_timeout_ns = r.drain_timeout_ns;
+  c.session = session_replay_config(o.replay, concurrency, o.seed);
+  c.arrival = arrival_replay_config(o.replay, o.seed);
   c.prompt.seed = o.seed;
-  c.summary.gpus = o.replay.gpus;
-  if (!o.replay.slo.empty()) c.summary.slo = bench::parse_slo(o.replay.slo);
+  c.summary = summary_options(o.replay);
   return c;
 }
 

@@ -5,46 +5,14 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "base/json_escape.h"
 
 namespace paceline {
 namespace {
 
 void append_json_string(std::string& out, const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out += '"';
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;  // bytes of non-ASCII UTF-8 pass through, as with ensure_ascii=False
-        }
-    }
-  }
+  append_json_escaped(out, text);
   out += '"';
 }
 

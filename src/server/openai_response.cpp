@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_escape.h"
 #include "model/utf8.h"
 
 namespace paceline {
@@ -14,46 +15,6 @@ uint64_t splitmix64(uint64_t& state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-bool needs_escape(unsigned char c) {
-  return c < 0x20 || c == '"' || c == '\\';
-}
-
-void append_escaped_valid(std::string& out, std::string_view text) {
-  size_t run = 0;  // start of the bytes not yet copied
-  for (size_t i = 0; i < text.size(); ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (!needs_escape(c)) continue;
-    out.append(text.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-    }
-  }
-  out.append(text.data() + run, text.size() - run);
 }
 
 // The head every object of a response shares: {"id":..,"object":..,"created":..,"model":..
@@ -126,9 +87,9 @@ void append_json_string(std::string& out, std::string_view text) {
     }
   }
   if (ascii || utf8_is_valid(text)) {
-    append_escaped_valid(out, text);
+    append_json_escaped(out, text);
   } else {
-    append_escaped_valid(out, utf8_repair(text));
+    append_json_escaped(out, utf8_repair(text));
   }
   out += '"';
 }
