@@ -13,6 +13,7 @@
 #include "sim/profile_table.h"
 #include "sim/roofline_profile.h"
 #include "sim/sim_profile.h"
+#include "sim/step_log_profile.h"
 
 namespace paceline {
 
@@ -25,12 +26,6 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   if (!out) fail("{}: write failed", path);
 }
 
-const char* kind_name(ForwardKind kind) {
-  return kind == ForwardKind::kPrefill  ? "prefill"
-         : kind == ForwardKind::kDecode ? "decode"
-                                        : "mixed";
-}
-
 void print_fit(const char* kind, const sim::KindFit& f) {
   if (f.empty()) return;
   std::printf(
@@ -38,6 +33,25 @@ void print_fit(const char* kind, const sim::KindFit& f) {
       "attention pair, %.2f us per logit row\n",
       kind, static_cast<long long>(f.num_points), f.rms_relative_error * 100, f.per_context_us,
       f.per_attention_us, f.per_logit_row_us);
+}
+
+void report_fit(const sim::ProfileTable& table, const std::string& out) {
+  const sim::TableFit fit = sim::fit_profile_table(table);
+  std::printf("profile of %s on %s: %zu points -> %s\n", table.model.c_str(),
+              table.executor.c_str(), table.points.size(), out.c_str());
+  print_fit("prefill", fit.prefill);
+  print_fit("decode", fit.decode);
+  print_fit("mixed", fit.mixed);
+}
+
+int profile_from_logs(const ProfileOptions& o) {
+  const ModelConfig config = model_config_load(o.model);
+  const sim::ProfileTable table = sim::profile_from_step_logs(o.from_step_logs, config);
+  const std::string out =
+      o.out.empty() ? fmt::format("profile-{}-{}-served.json", config.name, table.device) : o.out;
+  write_json(out, sim::profile_table_to_json(table));
+  report_fit(table, out);
+  return 0;
 }
 
 }  // namespace
@@ -56,6 +70,9 @@ void add_profile_options(CLI::App& cmd, ProfileOptions& o) {
   cmd.add_option("--out", o.out, "profile file (default: profile-<model>-<device>.json)");
   cmd.add_option("--roofline", o.roofline,
                  "write the analytic profile of this GPU (h200) instead of measuring");
+  cmd.add_option("--from-step-log", o.from_step_logs,
+                 "fit the profile to the steps of `paceline serve --step-log` files instead of "
+                 "measuring isolated forwards (repeat for several runs)");
   cmd.add_option("--repeats", o.grid.repeats, "timed runs per point (median kept)")
       ->capture_default_str();
   cmd.add_option("--prefill-tokens", o.grid.prefill_tokens, "prefill sizes")->delimiter(',');
@@ -75,6 +92,7 @@ int run_profile(const ProfileOptions& o) {
     std::printf("roofline profile of %s -> %s\n", o.roofline.c_str(), out.c_str());
     return 0;
   }
+  if (!o.from_step_logs.empty()) return profile_from_logs(o);
   if (o.block_size < 1 || o.block_size > 1024)
     fail("--block-size: {} is out of range", o.block_size);
   const ModelConfig config = model_config_load(o.model);
@@ -101,18 +119,13 @@ int run_profile(const ProfileOptions& o) {
       "measured by paceline profile: the steady clock around Executor::execute, "
       "median of the repeats after one warm-up run, dummy weights"};
   table.points = sim::measure_profile(executor, o.grid, [](const sim::ProfilePoint& p) {
-    spdlog::info("profile: {} batch {} tokens {} context {}: {:.1f} us", kind_name(p.kind), p.batch,
+    spdlog::info("profile: {} batch {} tokens {} context {}: {:.1f} us", forward_kind_name(p.kind), p.batch,
                  p.tokens, p.context, p.time_us);
   });
   const std::string out =
       o.out.empty() ? fmt::format("profile-{}-{}.json", config.name, o.device) : o.out;
   write_json(out, sim::profile_table_to_json(table));
-  const sim::TableFit fit = sim::fit_profile_table(table);
-  std::printf("profile of %s on %s: %zu points -> %s\n", config.name.c_str(),
-              table.executor.c_str(), table.points.size(), out.c_str());
-  print_fit("prefill", fit.prefill);
-  print_fit("decode", fit.decode);
-  print_fit("mixed", fit.mixed);
+  report_fit(table, out);
   return 0;
 }
 

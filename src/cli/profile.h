@@ -21,6 +21,7 @@ struct ProfileOptions {
   std::string out;       // default: profile-<model>-<device>.json
   std::string roofline;  // a GPU name: write its roofline profile instead of measuring
   sim::ProfileGrid grid;
+  std::vector<std::string> from_step_logs;  // fit to a server's steps instead of measuring
 };
 
 void add_profile_options(CLI::App& cmd, ProfileOptions& options);

@@ -4,6 +4,8 @@
 #include <csignal>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -33,6 +35,9 @@ void add_serve_options(CLI::App& cmd, ServeOptions& o) {
       ->capture_default_str();
   cmd.add_option("--max-body", o.max_body, "largest request body (413 above)")
       ->capture_default_str();
+  cmd.add_option("--step-log", o.step_log,
+                 "write one JSON line per executed step to FILE (its work and times), for "
+                 "`paceline profile --from-step-log`");
 }
 
 int run_serve(const ServeOptions& o) {
@@ -45,12 +50,24 @@ int run_serve(const ServeOptions& o) {
 
   if (o.max_waiting < 0) fail("--max-waiting must be >= 0, got {}", o.max_waiting);
   if (!(o.shutdown_timeout >= 0)) fail("--shutdown-timeout must be >= 0");
+  // Opened first: a path that cannot be written fails before minutes of model loading.
+  std::unique_ptr<StepLog> step_log;
+  if (!o.step_log.empty()) step_log = std::make_unique<StepLog>(o.step_log);
   LoadedModel m = load_model(o.model);
   ResolvedEngineConfig ec =
       resolve_engine_options(o.engine, m.config.max_position_embeddings, o.model.seed);
   SteadyClock clock;
   MetricsRegistry metrics;
   Engine engine(ec.scheduler, std::move(m.executor), clock, &metrics, &ec.delayer_sources);
+  if (step_log) {
+    const nlohmann::json header = {{"device", o.model.device},
+                                   {"model", m.config.name},
+                                   {"kv_blocks", engine.config().num_kv_blocks},
+                                   {"block_size", engine.config().block_size},
+                                   {"kv_element_bytes", o.model.device == "cuda" ? 2 : 4}};
+    step_log->header(header.dump());
+    engine.set_step_log(std::move(step_log));
+  }
 
   OpenAiServiceOptions so;
   so.served_model_name = o.served_model_name.empty() ? m.config.name : o.served_model_name;

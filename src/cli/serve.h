@@ -18,6 +18,7 @@ struct ServeOptions {
   int64_t max_waiting = 4096;
   double shutdown_timeout = 30.0;  // seconds to drain in-flight requests on SIGTERM
   std::string max_body = "32M";
+  std::string step_log;  // a JSON line per executed step (engine/step_log.h)
 };
 
 void add_serve_options(CLI::App& cmd, ServeOptions& options);

@@ -159,6 +159,7 @@ void Engine::loop() {
       });
       if (stopping_) break;
     }
+    const int64_t iteration_start = clock_.now_ns();
     drain_inbox();
     StepPlan plan = scheduler_->schedule();
     if (plan.seqs.empty()) {
@@ -169,6 +170,7 @@ void Engine::loop() {
       continue;
     }
     StepResult result;
+    const int64_t execute_start = clock_.now_ns();
     try {
       result = executor_->execute(plan);
     } catch (const std::exception& e) {
@@ -178,12 +180,19 @@ void Engine::loop() {
       }
       continue;
     }
+    const int64_t execute_end = clock_.now_ns();
     std::vector<RequestOutput> outputs = scheduler_->update(plan, result);
     // Metrics first, so whoever sees a request finish also sees the gauges after its step.
     if (metrics_) metrics_->on_step(plan, result, scheduler_->stats());
     for (const auto& out : outputs) deliver(out);
     log_delayer_stats();
+    if (step_log_) {
+      const int64_t end = clock_.now_ns();
+      step_log_->record(plan, {execute_start, execute_end - execute_start,
+                               (execute_start - iteration_start) + (end - execute_end)});
+    }
   }
+  if (step_log_) step_log_->flush();
   // Stopping: every request still known ends with an abort event.
   drain_inbox();
   std::vector<uint64_t> ids;

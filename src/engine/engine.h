@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "engine/engine_metrics.h"
+#include "engine/step_log.h"
 #include "exec/executor.h"
 #include "sched/prefill_delayer_env.h"
 #include "sched/scheduler.h"
@@ -47,6 +48,9 @@ class Engine {
          const PrefillDelayerSources* delayer_sources = nullptr);
   ~Engine();  // stops the loop; unfinished requests get an "abort" event
 
+  // Records every step to `log` (serve --step-log); call before start().
+  void set_step_log(std::unique_ptr<StepLog> log) { step_log_ = std::move(log); }
+
   void start();
   void stop();
 
@@ -75,6 +79,7 @@ class Engine {
   const Clock& clock_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<EngineMetrics> metrics_;
+  std::unique_ptr<StepLog> step_log_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -4,15 +4,6 @@ namespace paceline {
 
 namespace {
 
-const char* forward_kind_name(ForwardKind kind) {
-  switch (kind) {
-    case ForwardKind::kPrefill: return "prefill";
-    case ForwardKind::kDecode: return "decode";
-    case ForwardKind::kMixed: return "mixed";
-  }
-  return "unknown";
-}
-
 void add_delta(Counter& c, int64_t now, int64_t before) {
   if (now > before) c.inc(static_cast<double>(now - before));
 }

@@ -1,7 +1,9 @@
 #pragma once
 // What one forward computes: the scheduler's output and the executor's whole input.
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "sched/sampling_params.h"
@@ -9,6 +11,11 @@
 namespace paceline {
 
 enum class ForwardKind { kPrefill, kDecode, kMixed };
+
+// "prefill", "decode", "mixed": the names logs, profiles and metrics use.
+const char* forward_kind_name(ForwardKind kind);
+// The kind of such a name; nullopt for anything else.
+std::optional<ForwardKind> forward_kind_from_name(std::string_view name);
 
 struct ScheduledSeq {
   uint64_t request_id = 0;

@@ -12,22 +12,8 @@ namespace paceline::sim {
 
 namespace {
 
-const char* kind_name(ForwardKind kind) {
-  switch (kind) {
-    case ForwardKind::kPrefill:
-      return "prefill";
-    case ForwardKind::kDecode:
-      return "decode";
-    case ForwardKind::kMixed:
-      return "mixed";
-  }
-  return "?";
-}
-
 ForwardKind parse_kind(const std::string& name, const std::string& where) {
-  if (name == "prefill") return ForwardKind::kPrefill;
-  if (name == "decode") return ForwardKind::kDecode;
-  if (name == "mixed") return ForwardKind::kMixed;
+  if (auto kind = forward_kind_from_name(name)) return *kind;
   fail("{}: unknown kind '{}' (prefill, decode or mixed)", where, name);
 }
 
@@ -123,6 +109,11 @@ KindFit fit_once(const std::vector<Sample>& samples, const std::vector<double>& 
   return fit;
 }
 
+constexpr size_t kMaxKnots = 64;  // a step log has thousands of points
+double relative_error(const KindFit& fit, const Sample& s) {
+  return fit.predict_us(s.rows, s.context, s.attention, s.logits) / s.time_us - 1.0;
+}
+
 KindFit fit_kind(const std::vector<Sample>& samples) {
   if (samples.empty()) return {};
   std::vector<double> knots;
@@ -131,7 +122,7 @@ KindFit fit_kind(const std::vector<Sample>& samples) {
   knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
   // At most one knot per two points, so that the linear terms stay identifiable (a knot per point
   // would let F explain everything): the first, the last and evenly spaced ones between.
-  const size_t most = std::max<size_t>(2, samples.size() / 2);
+  const size_t most = std::min<size_t>(kMaxKnots, std::max<size_t>(2, samples.size() / 2));
   if (knots.size() > most) {
     std::vector<double> kept;
     for (size_t i = 0; i < most; ++i) kept.push_back(knots[i * (knots.size() - 1) / (most - 1)]);
@@ -155,7 +146,7 @@ KindFit fit_kind(const std::vector<Sample>& samples) {
   for (double& v : fit.values_us) floor = v = std::max(v, floor);
   double sq = 0;
   for (const Sample& s : samples) {
-    const double e = fit.predict_us(s.rows, s.context, s.attention, s.logits) / s.time_us - 1.0;
+    const double e = relative_error(fit, s);
     sq += e * e;
   }
   fit.rms_relative_error = std::sqrt(sq / static_cast<double>(samples.size()));
@@ -192,12 +183,13 @@ double KindFit::predict_us(double rows, double context, double attention, double
 nlohmann::json profile_table_to_json(const ProfileTable& t) {
   nlohmann::json points = nlohmann::json::array();
   for (const ProfilePoint& p : t.points) {
-    points.push_back({{"kind", kind_name(p.kind)},
+    points.push_back({{"kind", forward_kind_name(p.kind)},
                       {"batch", p.batch},
                       {"tokens", p.tokens},
                       {"context", p.context},
                       {"attention", p.attention},
                       {"logit_rows", p.logit_rows},
+                      {"padding_rows", p.padding_rows},
                       {"time_us", std::round(p.time_us * 1000) / 1000}});
   }
   return {{"type", "measured"},
@@ -246,6 +238,7 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     pt.context = count(p, "context", at);
     pt.attention = count(p, "attention", at);
     pt.logit_rows = count(p, "logit_rows", at);
+    pt.padding_rows = p.contains("padding_rows") ? count(p, "padding_rows", at) : 0;
     if (!p.contains("time_us") || !p["time_us"].is_number() || !(p["time_us"].get<double>() > 0)) {
       fail("{}: 'time_us' must be a positive number", at);
     }
@@ -259,9 +252,9 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
 TableFit fit_profile_table(const ProfileTable& t) {
   std::map<ForwardKind, std::vector<Sample>> by_kind;
   for (const ProfilePoint& p : t.points) {
-    by_kind[p.kind].push_back({static_cast<double>(p.tokens), static_cast<double>(p.context),
-                               static_cast<double>(p.attention), static_cast<double>(p.logit_rows),
-                               p.time_us});
+    by_kind[p.kind].push_back({static_cast<double>(p.tokens + p.padding_rows),
+                               static_cast<double>(p.context), static_cast<double>(p.attention),
+                               static_cast<double>(p.logit_rows + p.padding_rows), p.time_us});
   }
   TableFit fit;
   fit.prefill = fit_kind(by_kind[ForwardKind::kPrefill]);

@@ -12,7 +12,9 @@
 // GEMM-shaped part, whatever its curve) and a, b, c >= 0 price the KV read, the attention
 // arithmetic and the LM head. It is a least-squares fit of relative error. Rows are the step's
 // tokens, or its padded tokens when decode steps replay CUDA graphs (graph_padding). A mixed step
-// uses the mixed fit when the table has mixed points, else the prefill fit.
+// uses the mixed fit when the table has mixed points, else the prefill fit. A table of many
+// single steps (a step log) gets at most 64 knots. Weighting by relative error keeps a step the
+// OS delayed tenfold from pulling the fit far: its residual is bounded by -1.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +34,9 @@ struct ProfilePoint {
   int64_t attention = 0;
   int64_t logit_rows = 0;
   double time_us = 0;  // median of the repeats
+  // Rows a CUDA graph computed for nothing (a padded decode from a step log); they cost like
+  // real rows in the linear layers and the LM head.
+  int64_t padding_rows = 0;
 };
 
 // The features of a point as the cost model sees them (graph padding does not apply).

@@ -79,7 +79,11 @@ struct CudaExecutor::Impl {
   Activations eager_acts;
   std::unique_ptr<DecodeGraphs> graphs;
   PinnedBuffer host_tokens;
-  PinnedBuffer host_logits;
+  DeviceBuffer sample_params;  // SampleRow per sampled row
+  DeviceBuffer sample_weights;  // scratch: a row of double weights per sampled row
+  DeviceBuffer sample_out;
+  PinnedBuffer sample_params_host;
+  PinnedBuffer host_sampled;
   float last_gpu_ms = 0.0f;
   Activations* last_acts = nullptr;
   int last_num_logits = 0;
@@ -217,23 +221,45 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                                       m.last_acts->sampled.as<int32_t>(),
                                       static_cast<size_t>(num_logits) * sizeof(int32_t),
                                       cudaMemcpyDeviceToHost, m.stream));
-  std::vector<int32_t> sampled_rows;
+  // Rows that sample (temperature > 0) are drawn on the GPU by launch_sample, with the host
+  // sampler's semantics and its uniform number u = sample_uniform(seed, position).
+  std::vector<SampleRow> sample_rows;
   {
     int row = 0;
     for (const ScheduledSeq& s : plan.seqs) {
+      const int64_t first_position =
+          s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits;
       for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
-        if (!s.sampling.greedy()) sampled_rows.push_back(row);
+        if (s.sampling.greedy()) continue;
+        SampleRow r;
+        r.temperature = s.sampling.temperature;
+        r.top_p = s.sampling.top_p;
+        r.top_k = s.sampling.top_k;
+        r.u = sample_uniform(s.seed, first_position + i);
+        r.row = row;
+        sample_rows.push_back(r);
       }
     }
   }
-  if (!sampled_rows.empty()) {
-    m.host_logits.reserve(sampled_rows.size() * static_cast<size_t>(vocab) * sizeof(float));
-    for (size_t k = 0; k < sampled_rows.size(); ++k) {
-      PACELINE_CUDA_CHECK(cudaMemcpyAsync(
-          m.host_logits.as<float>() + k * static_cast<size_t>(vocab),
-          m.last_acts->logits.as<float>() + static_cast<int64_t>(sampled_rows[k]) * vocab,
-          static_cast<size_t>(vocab) * sizeof(float), cudaMemcpyDeviceToHost, m.stream));
-    }
+  const int num_sampled = static_cast<int>(sample_rows.size());
+  if (num_sampled > 0) {
+    const size_t param_bytes = sample_rows.size() * sizeof(SampleRow);
+    m.sample_params_host.reserve(param_bytes);
+    std::memcpy(m.sample_params_host.as<void>(), sample_rows.data(), param_bytes);
+    m.sample_params.reserve(param_bytes);
+    m.sample_weights.reserve(sample_rows.size() * static_cast<size_t>(vocab) * sizeof(double));
+    m.sample_out.reserve(sample_rows.size() * sizeof(int32_t));
+    m.host_sampled.reserve(sample_rows.size() * sizeof(int32_t));
+    PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.sample_params.as<void>(),
+                                        m.sample_params_host.as<void>(), param_bytes,
+                                        cudaMemcpyHostToDevice, m.stream));
+    PACELINE_CUDA_CHECK(launch_sample(m.last_acts->logits.as<float>(), vocab,
+                                      m.sample_params.as<SampleRow>(), num_sampled,
+                                      m.sample_weights.as<double>(), m.sample_out.as<int32_t>(),
+                                      m.stream));
+    PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_sampled.as<int32_t>(), m.sample_out.as<int32_t>(),
+                                        sample_rows.size() * sizeof(int32_t),
+                                        cudaMemcpyDeviceToHost, m.stream));
   }
   PACELINE_CUDA_CHECK(cudaEventRecord(m.step_end, m.stream));
   PACELINE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
@@ -243,20 +269,13 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   result.step_id = plan.step_id;
   result.seqs.reserve(plan.seqs.size());
   int row = 0;
-  size_t next_sampled = 0;
+  int next_sampled = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     SeqResult& out = result.seqs.emplace_back();
     out.request_id = s.request_id;
-    const int64_t first_position = s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits;
     for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
-      if (s.sampling.greedy()) {
-        out.tokens.push_back(m.host_tokens.as<int32_t>()[row]);
-      } else {
-        std::span<const float> logits(
-            m.host_logits.as<float>() + next_sampled++ * static_cast<size_t>(vocab),
-            static_cast<size_t>(vocab));
-        out.tokens.push_back(sample_token(logits, s.sampling, s.seed, first_position + i));
-      }
+      out.tokens.push_back(s.sampling.greedy() ? m.host_tokens.as<int32_t>()[row]
+                                               : m.host_sampled.as<int32_t>()[next_sampled++]);
     }
   }
   result.step_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -81,4 +81,21 @@ cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* o
 cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t* out,
                           cudaStream_t stream);
 
+// One row to sample (temperature > 0): which row of the logits, its parameters, and the uniform
+// number u = sample_uniform(seed, position) of its draw. top_k <= 0 keeps every token.
+struct SampleRow {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  double u = 0.0;
+  int64_t top_k = -1;
+  int32_t row = 0;
+  int32_t unused = 0;
+};
+
+// out[i] = the token sample_token (src/exec/sampler.cpp) draws from logits[rows[i].row] with
+// rows[i]'s parameters and uniform number. rows is on the device; weights is scratch of
+// num_rows * vocab doubles.
+cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
+                          double* weights, int32_t* out, cudaStream_t stream);
+
 }  // namespace paceline::cuda

@@ -1,0 +1,45 @@
+#include "engine/step_log.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace paceline {
+
+std::string step_log_line(const StepPlan& plan, const StepTiming& t) {
+  std::string line = fmt::format(
+      "{{\"step\": {}, \"kind\": \"{}\", \"t_us\": {}, \"execute_us\": {:.1f}, \"host_us\": {:.1f}, "
+      "\"padded_batch\": {}, \"seqs\": [",
+      plan.step_id, forward_kind_name(plan.kind), t.start_ns / 1000,
+      static_cast<double>(t.execute_ns) / 1e3, static_cast<double>(t.host_ns) / 1e3,
+      plan.padded_batch_size);
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ScheduledSeq& s = plan.seqs[i];
+    fmt::format_to(std::back_inserter(line), "{}[{}, {}, {}]", i == 0 ? "" : ", ", s.tokens.size(),
+                   s.start_pos, s.num_logits);
+  }
+  line += "]}\n";
+  return line;
+}
+
+StepLog::StepLog(const std::string& path) : path_(path), out_(path, std::ios::binary) {
+  if (!out_) fail("--step-log {}: cannot open for writing", path);
+}
+
+StepLog::~StepLog() { flush(); }
+
+void StepLog::header(const std::string& json_object) {
+  out_ << "{\"header\": " << json_object << "}\n";
+}
+
+void StepLog::record(const StepPlan& plan, const StepTiming& timing) {
+  out_ << step_log_line(plan, timing);
+}
+
+void StepLog::flush() {
+  out_.flush();
+  if (!out_) spdlog::error("--step-log {}: write failed", path_);
+}
+
+}  // namespace paceline

@@ -1,0 +1,141 @@
+#include "sim/step_log_profile.h"
+
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace paceline::sim {
+
+namespace {
+
+struct Header {
+  std::string device, model;
+  int64_t kv_blocks = 0, block_size = 0, kv_element_bytes = 0;
+};
+
+Header parse_header(const nlohmann::json& h, const std::string& where) {
+  Header out;
+  try {
+    out.device = h.at("device").get<std::string>();
+    out.model = h.at("model").get<std::string>();
+    out.kv_blocks = h.at("kv_blocks").get<int64_t>();
+    out.block_size = h.at("block_size").get<int64_t>();
+    out.kv_element_bytes = h.at("kv_element_bytes").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: header: {}", where, e.what());
+  }
+  if (out.kv_blocks < 1 || out.block_size < 1 || out.kv_element_bytes < 1) {
+    fail("{}: header: kv_blocks, block_size and kv_element_bytes must be positive", where);
+  }
+  return out;
+}
+
+// A step line as the StepPlan it describes (token values do not matter to the cost model).
+ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::string& where) {
+  StepPlan plan;
+  double execute_us = 0, host_us = 0;
+  try {
+    const std::string kind = j.at("kind").get<std::string>();
+    const std::optional<ForwardKind> k = forward_kind_from_name(kind);
+    if (!k) fail("{}: unknown kind '{}'", where, kind);
+    plan.kind = *k;
+    execute_us = j.at("execute_us").get<double>();
+    host_us = j.at("host_us").get<double>();
+    plan.padded_batch_size = j.at("padded_batch").get<int32_t>();
+    for (const auto& s : j.at("seqs")) {
+      ScheduledSeq seq;
+      const int64_t tokens = s.at(0).get<int64_t>();
+      seq.start_pos = s.at(1).get<int64_t>();
+      seq.num_logits = s.at(2).get<int32_t>();
+      if (tokens < 1 || seq.start_pos < 0 || seq.num_logits < 0) {
+        fail("{}: a sequence needs tokens >= 1, start_pos >= 0, num_logits >= 0", where);
+      }
+      seq.tokens.resize(static_cast<size_t>(tokens));
+      plan.seqs.push_back(std::move(seq));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: {}", where, e.what());
+  }
+  if (plan.seqs.empty()) fail("{}: a step without sequences", where);
+  if (!(execute_us > 0) || !(host_us >= 0)) {
+    fail("{}: execute_us must be positive and host_us non-negative", where);
+  }
+  const StepWork w = step_work(plan);
+  ProfilePoint p;
+  p.kind = w.kind;
+  p.batch = w.num_seqs;
+  p.tokens = w.tokens;
+  p.context = w.context;
+  p.attention = w.attention;
+  p.logit_rows = w.logit_rows;
+  p.padding_rows = graph_padding ? w.padding_rows : 0;
+  p.time_us = execute_us + host_us;
+  return p;
+}
+
+}  // namespace
+
+ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
+                                    const ModelConfig& model) {
+  if (paths.empty()) fail("--from-step-log: no file given");
+  ProfileTable table;
+  std::optional<Header> first;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("{}: cannot open", path);
+    std::string line;
+    int64_t number = 0;
+    std::optional<Header> header;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.empty()) continue;
+      const std::string where = fmt::format("{}:{}", path, number);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        fail("{}: not JSON: {}", where, e.what());
+      }
+      if (!j.is_object()) fail("{}: not a JSON object", where);
+      if (j.contains("header")) {
+        if (header) fail("{}: a second header", where);
+        header = parse_header(j["header"], where);
+        if (header->model != model.name) {
+          fail("{}: logged with model '{}', but the profile is for '{}' (pass --model {})", where,
+               header->model, model.name, header->model);
+        }
+        if (first && (first->device != header->device || first->kv_blocks != header->kv_blocks ||
+                      first->block_size != header->block_size)) {
+          fail("{}: another device or KV cache than {} (every log must come from one setup)",
+               where, paths.front());
+        }
+        if (!first) first = header;
+        continue;
+      }
+      if (!header) fail("{}: a step before the header line", where);
+      table.points.push_back(parse_step(j, header->device == "cuda", where));
+    }
+    if (!header) fail("{}: no header line (not a `paceline serve --step-log` file?)", path);
+  }
+  table.device = first->device;
+  table.model = model.name;
+  table.executor = fmt::format("{} server (step log)", first->device);
+  table.block_size = first->block_size;
+  table.kv_element_bytes = first->kv_element_bytes;
+  table.kv_cache_bytes =
+      first->kv_blocks * first->block_size * model.kv_bytes_per_token(first->kv_element_bytes);
+  table.graph_padding = first->device == "cuda";
+  table.repeats = 1;
+  table.notes = {fmt::format(
+      "fitted by paceline profile --from-step-log to {} steps a server executed: each point is "
+      "one engine iteration (Executor::execute plus the loop's scheduling, update and delivery)",
+      table.points.size())};
+  for (const std::string& p : paths) table.notes.push_back("step log: " + p);
+  return table;
+}
+
+}  // namespace paceline::sim

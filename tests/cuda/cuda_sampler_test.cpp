@@ -1,0 +1,157 @@
+// Sampling on the GPU draws exactly the token the host's sample_token draws from the same float32
+// logits, seed and position, for every combination of temperature, top-k and top-p, on flat,
+// peaked and heavily tied rows of a Qwen3-sized vocabulary; and the CUDA executor's sampled
+// tokens are those of sample_token on its own logits.
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+#include "exec/sampler.h"
+
+#if PACELINE_HAVE_CUDA
+#include "../cpu_forward/test_model.h"
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/device_buffer.h"
+#include "exec/cuda/kernels.h"
+
+namespace paceline {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::SampleRow;
+
+constexpr int64_t kVocab = 151936;
+
+// Rows of logits of different shapes: flat (a dummy model's), peaked (a trained model's), rounded
+// to bf16 (many ties), and a handful of distinct values (ties everywhere).
+std::vector<float> make_logit_rows() {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> rows;
+  for (int kind = 0; kind < 4; ++kind) {
+    for (int64_t i = 0; i < kVocab; ++i) {
+      float v = normal(rng);
+      if (kind == 1) v = v * 3.0f + (i % 997 == 0 ? 12.0f : 0.0f);
+      if (kind == 2) {
+        uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        bits &= 0xffff0000u;  // bf16
+        std::memcpy(&v, &bits, sizeof bits);
+      }
+      if (kind == 3) v = static_cast<float>(static_cast<int>(std::abs(v) * 2.0f));
+      rows.push_back(v);
+    }
+  }
+  return rows;
+}
+
+std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits,
+                                   const std::vector<SampleRow>& rows) {
+  DeviceBuffer d_logits(logits.size() * sizeof(float));
+  PACELINE_CUDA_CHECK(cudaMemcpy(d_logits.as<float>(), logits.data(),
+                                 logits.size() * sizeof(float), cudaMemcpyHostToDevice));
+  std::vector<int32_t> tokens;
+  constexpr size_t kBatch = 64;
+  DeviceBuffer d_rows(kBatch * sizeof(SampleRow));
+  DeviceBuffer d_weights(kBatch * kVocab * sizeof(double));
+  DeviceBuffer d_out(kBatch * sizeof(int32_t));
+  for (size_t first = 0; first < rows.size(); first += kBatch) {
+    const size_t n = std::min(kBatch, rows.size() - first);
+    PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
+                                   n * sizeof(SampleRow), cudaMemcpyHostToDevice));
+    PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(),
+                                            static_cast<int>(n), d_weights.as<double>(),
+                                            d_out.as<int32_t>(), nullptr));
+    std::vector<int32_t> out(n);
+    PACELINE_CUDA_CHECK(cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost));
+    tokens.insert(tokens.end(), out.begin(), out.end());
+  }
+  return tokens;
+}
+
+TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
+  PACELINE_REQUIRE_GPU();
+  const std::vector<float> logits = make_logit_rows();
+  const int num_kinds = static_cast<int>(logits.size() / kVocab);
+  std::vector<SampleRow> rows;
+  std::vector<int32_t> expected;
+  int64_t position = 0;
+  for (int kind = 0; kind < num_kinds; ++kind) {
+    for (double temperature : {0.6, 1.0, 1.7}) {
+      for (int64_t top_k : {-1L, 2L, 50L, 5000L}) {
+        for (double top_p : {1.0, 0.95, 0.5, 0.05}) {
+          for (int draw = 0; draw < 3; ++draw, ++position) {
+            SamplingParams params;
+            params.temperature = temperature;
+            params.top_k = top_k;
+            params.top_p = top_p;
+            const uint64_t seed = 1000 + static_cast<uint64_t>(kind);
+            SampleRow r;
+            r.temperature = temperature;
+            r.top_p = top_p;
+            r.top_k = top_k;
+            r.u = sample_uniform(seed, position);
+            r.row = kind;
+            rows.push_back(r);
+            std::span<const float> row(logits.data() + kind * kVocab, kVocab);
+            expected.push_back(sample_token(row, params, seed, position));
+          }
+        }
+      }
+    }
+  }
+  const std::vector<int32_t> got = sample_on_gpu(logits, rows);
+  ASSERT_EQ(got.size(), expected.size());
+  int mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != expected[i] && ++mismatches <= 10) {
+      ADD_FAILURE() << "draw " << i << " (row " << rows[i].row << ", T " << rows[i].temperature
+                    << ", top_k " << rows[i].top_k << ", top_p " << rows[i].top_p << ", u "
+                    << rows[i].u << "): GPU " << got[i] << ", host " << expected[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << got.size() << " draws";
+}
+
+TEST(CudaSampler, ExecutorSamplesAsTheHostSamplerOnItsLogits) {
+  PACELINE_REQUIRE_GPU();
+  const ModelConfig config = testing::tiny_config();
+  testing::TestWeights weights(config, 5);
+  CudaExecutorOptions o;
+  o.kv_cache_bytes = 64 * 16 * config.kv_bytes_per_token(2);
+  o.max_num_batched_tokens = 256;
+  CudaExecutor gpu(config, weights, o);
+  StepPlan plan;
+  plan.seqs.push_back(testing::make_seq(1, {1, 2, 3, 4, 5}, 0, {0}, 1));
+  plan.seqs.push_back(testing::make_seq(2, {7, 8, 9}, 0, {1}, 3));  // several logit rows
+  plan.seqs.push_back(testing::make_seq(3, {11, 12}, 0, {2}, 1));
+  plan.seqs[0].sampling.temperature = 0.8;
+  plan.seqs[0].seed = 42;
+  plan.seqs[1].sampling.temperature = 1.3;
+  plan.seqs[1].sampling.top_p = 0.9;
+  plan.seqs[1].seed = 43;
+  plan.seqs[2].sampling.temperature = 0.0;  // greedy rows keep the GPU argmax
+  const StepResult r = gpu.execute(plan);
+  const std::vector<float> logits = gpu.last_logits();
+  const int64_t vocab = config.vocab_size;
+  ASSERT_EQ(logits.size(), static_cast<size_t>(5 * vocab));
+  int row = 0;
+  for (size_t s = 0; s < plan.seqs.size(); ++s) {
+    const ScheduledSeq& seq = plan.seqs[s];
+    ASSERT_EQ(r.seqs[s].tokens.size(), static_cast<size_t>(seq.num_logits));
+    const int64_t first = seq.start_pos + static_cast<int64_t>(seq.tokens.size()) - seq.num_logits;
+    for (int i = 0; i < seq.num_logits; ++i, ++row) {
+      std::span<const float> l(logits.data() + row * vocab, static_cast<size_t>(vocab));
+      EXPECT_EQ(r.seqs[s].tokens[i], sample_token(l, seq.sampling, seq.seed, first + i))
+          << "sequence " << s << ", logit row " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace paceline
+#endif

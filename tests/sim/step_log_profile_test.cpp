@@ -1,0 +1,177 @@
+// A profile fitted to a server's step log: each step becomes a point with the plan's features and
+// the engine's whole iteration time; the fit recovers the costs the steps were made with, a few
+// steps the OS delayed tenfold do not move it (the fit weighs relative error), CUDA logs price graph padding, and malformed logs are
+// errors that name the file and line.
+#include "sim/step_log_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "engine/step_log.h"
+#include "model/config.h"
+
+namespace paceline::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelConfig tiny() { return model_config_load("tiny"); }
+
+// A made-up server: decode costs 900 us + 40 us per row + 0.002 us per KV position, prefill 2 ms
+// + 9 us per token; the loop adds 150 us around each.
+double made_up_us(const StepPlan& plan) {
+  const StepWork w = step_work(plan);
+  const double rows = static_cast<double>(w.tokens);
+  const double forward = plan.kind == ForwardKind::kDecode
+                             ? 900 + 40 * rows + 0.002 * static_cast<double>(w.context)
+                             : 2000 + 9 * rows;
+  return forward;
+}
+
+std::string header(const std::string& device, const std::string& model) {
+  return fmt::format(R"({{"header": {{"device": "{}", "model": "{}", "kv_blocks": 100, )"
+                     R"("block_size": 16, "kv_element_bytes": {}}}}})",
+                     device, model, device == "cuda" ? 2 : 4) + "\n";
+}
+
+StepPlan plan_of(ForwardKind kind, int64_t batch, int64_t tokens_each, int64_t start,
+                 int32_t padded = 0) {
+  StepPlan plan;
+  plan.kind = kind;
+  plan.padded_batch_size = padded;
+  for (int64_t i = 0; i < batch; ++i) {
+    ScheduledSeq s;
+    s.tokens.assign(static_cast<size_t>(tokens_each), 1);
+    s.start_pos = start + 100 * i;
+    s.num_logits = 1;
+    plan.seqs.push_back(std::move(s));
+  }
+  return plan;
+}
+
+class StepLogProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("paceline-step-log-profile-{}", ::testing::UnitTest::GetInstance()->random_seed());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  // A log of steps priced by made_up_us (host time split off as 150 us), with `delayed` steps
+  // that took 10x as long.
+  std::string made_up_log(const std::string& device, int delayed) {
+    std::string text = header(device, tiny().name);
+    std::mt19937 rng(5);
+    for (int i = 0; i < 400; ++i) {
+      const bool decode = i % 4 != 0;
+      const int64_t batch = decode ? 1 + static_cast<int64_t>(rng() % 16) : 1;
+      const int64_t tokens = decode ? 1 : 16 + static_cast<int64_t>(rng() % 1000);
+      const int64_t start = static_cast<int64_t>(rng() % 3000);
+      const StepPlan plan = plan_of(decode ? ForwardKind::kDecode : ForwardKind::kPrefill, batch,
+                                    tokens, start);
+      double us = made_up_us(plan);
+      if (i < delayed * 9 && i % 9 == 1) us *= 10;
+      const StepTiming t{int64_t{i} * 10'000'000, std::llround((us - 150) * 1000), 150'000};
+      text += step_log_line(plan, t);
+    }
+    return write(device + ".jsonl", text);
+  }
+  fs::path dir_;
+};
+
+TEST_F(StepLogProfile, EachStepIsAPointTimedAsTheWholeIteration) {
+  const std::string path = write("one.jsonl", header("cpu", tiny().name) +
+                                                  step_log_line(plan_of(ForwardKind::kDecode, 2, 1, 40),
+                                                                {0, 1'000'000, 250'000}));
+  const ProfileTable t = profile_from_step_logs({path}, tiny());
+  ASSERT_EQ(t.points.size(), 1u);
+  const ProfilePoint& p = t.points[0];
+  EXPECT_EQ(p.kind, ForwardKind::kDecode);
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.tokens, 2);
+  EXPECT_EQ(p.context, 41 + 141);
+  EXPECT_EQ(p.logit_rows, 2);
+  EXPECT_DOUBLE_EQ(p.time_us, 1250.0);
+  EXPECT_EQ(t.device, "cpu");
+  EXPECT_EQ(t.model, tiny().name);
+  EXPECT_EQ(t.block_size, 16);
+  EXPECT_EQ(t.kv_cache_bytes, 100 * 16 * tiny().kv_bytes_per_token(4));
+  EXPECT_FALSE(t.graph_padding);
+}
+
+TEST_F(StepLogProfile, TheFitRecoversTheCostsAndIgnoresDelayedSteps) {
+  for (int delayed : {0, 5}) {
+    const ProfileTable table = profile_from_step_logs({made_up_log("cpu", delayed)}, tiny());
+    const TableCostModel model(table);
+    for (auto [kind, batch, tokens, start] :
+         {std::tuple{ForwardKind::kDecode, 1, 1, 100}, {ForwardKind::kDecode, 8, 1, 2000},
+          {ForwardKind::kDecode, 16, 1, 500}, {ForwardKind::kPrefill, 1, 64, 0},
+          {ForwardKind::kPrefill, 1, 900, 1000}}) {
+      const StepPlan plan = plan_of(kind, batch, tokens, start);
+      const double predicted = static_cast<double>(model.step_time_ns(step_work(plan))) / 1000;
+      EXPECT_NEAR(predicted / made_up_us(plan), 1.0, 0.03)
+          << delayed << " delayed steps; " << forward_kind_name(kind) << " batch " << batch
+          << " tokens " << tokens;
+    }
+  }
+}
+
+TEST_F(StepLogProfile, CudaLogsCountGraphPaddingRows) {
+  const std::string path =
+      write("cuda.jsonl", header("cuda", tiny().name) +
+                              step_log_line(plan_of(ForwardKind::kDecode, 3, 1, 10, 4),
+                                            {0, 1'000'000, 0}));
+  const ProfileTable t = profile_from_step_logs({path}, tiny());
+  EXPECT_TRUE(t.graph_padding);
+  EXPECT_EQ(t.kv_element_bytes, 2);
+  ASSERT_EQ(t.points.size(), 1u);
+  EXPECT_EQ(t.points[0].padding_rows, 1);
+  // The same step on the CPU has no graphs: its padded batch size means nothing there.
+  const std::string cpu = write("cpu.jsonl", header("cpu", tiny().name) +
+                                                 step_log_line(plan_of(ForwardKind::kDecode, 3, 1, 10, 4),
+                                                               {0, 1'000'000, 0}));
+  EXPECT_EQ(profile_from_step_logs({cpu}, tiny()).points[0].padding_rows, 0);
+}
+
+TEST_F(StepLogProfile, MalformedLogsNameTheFileAndLine) {
+  const std::string ok_step =
+      step_log_line(plan_of(ForwardKind::kDecode, 1, 1, 10), {0, 1'000'000, 0});
+  struct Case {
+    std::string text, expected;
+  } cases[] = {
+      {ok_step, "bad0.jsonl:1: a step before the header line"},
+      {header("cpu", tiny().name) + "{\"step\": 1\n", "bad1.jsonl:2: not JSON"},
+      {header("cpu", tiny().name) + R"({"step": 1, "kind": "sideways", "execute_us": 1, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
+       "bad2.jsonl:2: unknown kind 'sideways'"},
+      {header("cpu", tiny().name) + R"({"step": 1, "kind": "decode", "execute_us": 0, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
+       "bad3.jsonl:2: execute_us must be positive"},
+      {header("cpu", "qwen3-8b") + ok_step, "bad4.jsonl:1: logged with model 'qwen3-8b'"},
+      {"", "bad5.jsonl: no header line"},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const std::string path = write(fmt::format("bad{}.jsonl", i), cases[i].text);
+    try {
+      profile_from_step_logs({path}, tiny());
+      ADD_FAILURE() << "no error for case " << i;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cases[i].expected), std::string::npos)
+          << "case " << i << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(profile_from_step_logs({(dir_ / "missing.jsonl").string()}, tiny()), Error);
+}
+
+}  // namespace
+}  // namespace paceline::sim
