@@ -26,7 +26,7 @@ if(PACELINE_HAVE_CUDA)
   add_library(paceline_cuda STATIC ${PACELINE_CUDA_HOST_SRCS})
   target_include_directories(paceline_cuda PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(paceline_cuda PUBLIC paceline_cuda_kernels paceline_exec paceline_model
-                        CUDA::cudart_static CUDA::cublas)
+                        CUDA::cudart_static CUDA::cublas CUDA::cublasLt)
   target_compile_definitions(paceline_cuda PUBLIC PACELINE_HAVE_CUDA=1)
   message(STATUS "paceline: CUDA executor built for sm_90a (CUDA ${CUDAToolkit_VERSION})")
 else()

@@ -121,10 +121,13 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
       s.sampling.temperature = 0.0;
       prefill.seqs.push_back(s);
     }
-    // Fill the KV cache with real keys and values, a few sequences per step.
-    for (size_t first = 0; first < prefill.seqs.size(); first += 8) {
+    // Fill the KV cache with real keys and values, as many sequences per step as fit in the
+    // scheduler's default token budget (16,384; at least one).
+    const size_t per_step =
+        std::max<size_t>(1, std::min<size_t>(8, 16384 / static_cast<size_t>(o.decode_context)));
+    for (size_t first = 0; first < prefill.seqs.size(); first += per_step) {
       StepPlan part;
-      for (size_t i = first; i < std::min(prefill.seqs.size(), first + 8); ++i)
+      for (size_t i = first; i < std::min(prefill.seqs.size(), first + per_step); ++i)
         part.seqs.push_back(prefill.seqs[i]);
       ex.execute(part);
     }
@@ -143,6 +146,16 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
     std::printf("| decode batch %d, context %lld%s | %.3f | %.3f | %.3f | %.0f%% |\n", batch,
                 static_cast<long long>(o.decode_context), t.graph ? ", CUDA graph" : ", eager",
                 t.gpu_ms, t.wall_ms, floor_ms, 100.0 * floor_ms / t.gpu_ms);
+    // The same step with every row sampled on the GPU (temperature 1, top-p 0.95) instead of
+    // greedy: the difference is the sampler's cost.
+    for (ScheduledSeq& s : decode.seqs) {
+      s.sampling.temperature = 1.0;
+      s.sampling.top_p = 0.95;
+      s.seed = s.request_id + 1;
+    }
+    Timed ts = time_plan(ex, decode, 3, o.repeats);
+    std::printf("| decode batch %d, sampled (T 1, top-p 0.95) | %.3f | %.3f | %.3f | %.0f%% |\n",
+                batch, ts.gpu_ms, ts.wall_ms, floor_ms, 100.0 * floor_ms / ts.gpu_ms);
   }
   for (int n : parse_ints(o.prefill_lengths, "--prefill-lengths")) {
     next_block = 0;

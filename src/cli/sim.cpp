@@ -125,6 +125,14 @@ std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, 
                                                            const std::string& dir) {
   const sim::SimRun run = sim::run_sim(s.traces, run_config(o, s, concurrency), *s.profile.cost);
   if (run.abort_reason) spdlog::error("sim: {}", *run.abort_reason);
+  const sim::SimExecutorStats& x = run.executor;
+  if (x.steps > 0 && x.extrapolated_steps * 100 > x.steps) {
+    spdlog::warn("sim: concurrency {}: {} of {} steps ({:.1f}%) had more rows than any step the "
+                 "profile measured; their times are extrapolated (profile larger batches, or fit "
+                 "to a step log of a run at this concurrency)",
+                 concurrency, x.extrapolated_steps, x.steps,
+                 100.0 * static_cast<double>(x.extrapolated_steps) / static_cast<double>(x.steps));
+  }
   const nlohmann::json simulator = {{"profile", s.profile.json},
                                     {"cost_model", s.profile.cost->describe()},
                                     {"engine", sim::sim_engine_json(run)}};

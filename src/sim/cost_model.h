@@ -37,6 +37,9 @@ class CostModel {
   virtual int64_t step_time_ns(const StepWork& work) const = 0;
   // A one-line description for logs and the summary ("roofline h200, qwen3-8b").
   virtual std::string describe() const = 0;
+  // Whether the prediction for this step lies beyond what the model was measured on (a fitted
+  // table asked for more rows than any measured step of the kind had): it extrapolates.
+  virtual bool extrapolates(const StepWork& /*work*/) const { return false; }
 };
 
 }  // namespace paceline::sim

@@ -65,6 +65,7 @@ std::vector<double> solve(std::vector<std::vector<double>> m, std::vector<double
 
 struct Sample {
   double rows, context, attention, logits, time_us;
+  double scale_us = 0;  // the residual's denominator: the time itself, then the fit's prediction
 };
 
 // Weighted least squares (weights 1/time: relative error) over the knots' values and the linear
@@ -85,7 +86,7 @@ KindFit fit_once(const std::vector<Sample>& samples, const std::vector<double>& 
     for (auto [i, w] : hat(knots, s.rows)) row[i] = w;
     const double extra[3] = {s.context, s.attention, s.logits};
     for (size_t j = 0; j < 3; ++j) row[k + j] = use[j] ? extra[j] / scale[j] : 0.0;
-    const double w2 = 1.0 / (s.time_us * s.time_us);
+    const double w2 = 1.0 / (s.scale_us * s.scale_us);
     for (size_t a = 0; a < n; ++a) {
       if (row[a] == 0) continue;
       for (size_t b = 0; b < n; ++b) ata[a][b] += w2 * row[a] * row[b];
@@ -110,25 +111,14 @@ KindFit fit_once(const std::vector<Sample>& samples, const std::vector<double>& 
 }
 
 constexpr size_t kMaxKnots = 64;  // a step log has thousands of points
+
 double relative_error(const KindFit& fit, const Sample& s) {
   return fit.predict_us(s.rows, s.context, s.attention, s.logits) / s.time_us - 1.0;
 }
 
-KindFit fit_kind(const std::vector<Sample>& samples) {
-  if (samples.empty()) return {};
-  std::vector<double> knots;
-  for (const Sample& s : samples) knots.push_back(s.rows);
-  std::sort(knots.begin(), knots.end());
-  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
-  // At most one knot per two points, so that the linear terms stay identifiable (a knot per point
-  // would let F explain everything): the first, the last and evenly spaced ones between.
-  const size_t most = std::min<size_t>(kMaxKnots, std::max<size_t>(2, samples.size() / 2));
-  if (knots.size() > most) {
-    std::vector<double> kept;
-    for (size_t i = 0; i < most; ++i) kept.push_back(knots[i * (knots.size() - 1) / (most - 1)]);
-    knots = std::move(kept);
-  }
-  // Drop a linear term the fit prices below zero and fit again: every price stays >= 0.
+// One weighted fit with every price >= 0: a linear term priced below zero is dropped and the fit
+// repeated; then F is made non-decreasing (more rows never cost less time).
+KindFit fit_nonnegative(const std::vector<Sample>& samples, const std::vector<double>& knots) {
   std::vector<bool> use(3, true);
   KindFit fit;
   for (;;) {
@@ -141,15 +131,78 @@ KindFit fit_kind(const std::vector<Sample>& samples) {
     if (worst == 3) break;
     use[worst] = false;
   }
-  // More rows never cost less time.
-  double floor = 0;
-  for (double& v : fit.values_us) floor = v = std::max(v, floor);
-  double sq = 0;
+  // Non-decreasing by pooling adjacent violators (weighted by how much each knot's value rests
+  // on the points): a running maximum would ride up on the noise of single steps.
+  std::vector<double> weight(knots.size(), 0.0);
   for (const Sample& s : samples) {
-    const double e = relative_error(fit, s);
-    sq += e * e;
+    for (auto [i, w] : hat(knots, s.rows)) weight[i] += w / (s.scale_us * s.scale_us);
   }
-  fit.rms_relative_error = std::sqrt(sq / static_cast<double>(samples.size()));
+  struct Pool {
+    double value, weight;
+    size_t count;
+  };
+  std::vector<Pool> pools;
+  for (size_t i = 0; i < knots.size(); ++i) {
+    pools.push_back({fit.values_us[i], std::max(weight[i], 1e-300), 1});
+    while (pools.size() > 1 && pools[pools.size() - 2].value > pools.back().value) {
+      const Pool b = pools.back();
+      pools.pop_back();
+      Pool& a = pools.back();
+      a.value = (a.value * a.weight + b.value * b.weight) / (a.weight + b.weight);
+      a.weight += b.weight;
+      a.count += b.count;
+    }
+  }
+  size_t i = 0;
+  for (const Pool& p : pools) {
+    for (size_t n = 0; n < p.count; ++n) fit.values_us[i++] = std::max(0.0, p.value);
+  }
+  return fit;
+}
+
+KindFit fit_kind(std::vector<Sample> samples, int points_per_knot) {
+  if (samples.empty()) return {};
+  // Knots at quantiles of the points' row counts: the first, the last and evenly spaced ones
+  // between, at most one per `points_per_knot` points, so that the linear terms stay identifiable
+  // (a knot per point would let F explain everything) and noisy single steps cannot bend F.
+  std::vector<double> rows;
+  for (const Sample& s : samples) rows.push_back(s.rows);
+  std::sort(rows.begin(), rows.end());
+  std::vector<double> knots = rows;
+  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
+  const size_t most = std::min<size_t>(
+      kMaxKnots, std::max<size_t>(2, samples.size() / static_cast<size_t>(points_per_knot)));
+  if (knots.size() > most) {
+    knots.clear();
+    for (size_t i = 0; i < most; ++i) knots.push_back(rows[i * (rows.size() - 1) / (most - 1)]);
+    knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
+  }
+  // Relative error, first against the measured times, then twice against the fit's own
+  // predictions (iteratively reweighted): dividing by the measurement alone favours the fast
+  // measurements of a noisy step, and the fit would predict below the mean. The reweighted
+  // rounds leave out points more than max(4 rms, 50%) above or below the last fit (a step the
+  // OS stalled), which would otherwise weigh with the square of their excess.
+  for (Sample& s : samples) s.scale_us = s.time_us;
+  KindFit fit = fit_nonnegative(samples, knots);
+  const auto rms_error = [&](const KindFit& f) {
+    double sq = 0;
+    for (const Sample& s : samples) sq += relative_error(f, s) * relative_error(f, s);
+    return std::sqrt(sq / static_cast<double>(samples.size()));
+  };
+  for (int round = 0; round < 2; ++round) {
+    const double limit = std::max(4 * rms_error(fit), 0.5);
+    std::vector<Sample> kept;
+    for (Sample s : samples) {
+      const double predicted = fit.predict_us(s.rows, s.context, s.attention, s.logits);
+      if (std::abs(s.time_us / std::max(predicted, 1e-9) - 1.0) > limit) continue;
+      s.scale_us = std::max(predicted, 0.05 * s.time_us);
+      kept.push_back(s);
+    }
+    if (kept.size() < 2) break;
+    fit = fit_nonnegative(kept, knots);
+  }
+  fit.num_points = static_cast<int64_t>(samples.size());
+  fit.rms_relative_error = rms_error(fit);  // over every point, the ones left out included
   return fit;
 }
 
@@ -202,6 +255,7 @@ nlohmann::json profile_table_to_json(const ProfileTable& t) {
           {"graph_padding", t.graph_padding},
           {"eager_overhead_us", t.eager_overhead_us},
           {"repeats", t.repeats},
+          {"points_per_knot", t.points_per_knot},
           {"notes", t.notes},
           {"points", points}};
 }
@@ -221,6 +275,7 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     t.graph_padding = j.value("graph_padding", false);
     t.eager_overhead_us = j.value("eager_overhead_us", 0.0);
     t.repeats = j.value("repeats", 1);
+    t.points_per_knot = j.value("points_per_knot", 2);
     t.notes = j.value("notes", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     fail("{}: {}", where, e.what());
@@ -257,9 +312,10 @@ TableFit fit_profile_table(const ProfileTable& t) {
                                static_cast<double>(p.logit_rows + p.padding_rows), p.time_us});
   }
   TableFit fit;
-  fit.prefill = fit_kind(by_kind[ForwardKind::kPrefill]);
-  fit.decode = fit_kind(by_kind[ForwardKind::kDecode]);
-  fit.mixed = fit_kind(by_kind[ForwardKind::kMixed]);
+  const int per_knot = std::max(2, t.points_per_knot);
+  fit.prefill = fit_kind(by_kind[ForwardKind::kPrefill], per_knot);
+  fit.decode = fit_kind(by_kind[ForwardKind::kDecode], per_knot);
+  fit.mixed = fit_kind(by_kind[ForwardKind::kMixed], per_knot);
   if (fit.prefill.empty() || fit.decode.empty()) {
     fail("profile of {} on {}: needs prefill and decode points", t.model, t.device);
   }
@@ -269,11 +325,26 @@ TableFit fit_profile_table(const ProfileTable& t) {
 TableCostModel::TableCostModel(ProfileTable table)
     : table_(std::move(table)), fit_(fit_profile_table(table_)) {}
 
+namespace {
+
+const KindFit& fit_for(const TableFit& fits, ForwardKind kind) {
+  if (kind == ForwardKind::kDecode) return fits.decode;
+  if (kind == ForwardKind::kMixed && !fits.mixed.empty()) return fits.mixed;
+  return fits.prefill;
+}
+
+}  // namespace
+
+bool TableCostModel::extrapolates(const StepWork& w) const {
+  if (w.num_seqs == 0) return false;
+  const bool padded = table_.graph_padding && w.kind == ForwardKind::kDecode;
+  const double rows = static_cast<double>(w.tokens + (padded ? w.padding_rows : 0));
+  return rows > fit_for(fit_, w.kind).knots.back();
+}
+
 int64_t TableCostModel::step_time_ns(const StepWork& w) const {
   if (w.num_seqs == 0) return 0;
-  const KindFit* fit = &fit_.prefill;
-  if (w.kind == ForwardKind::kDecode) fit = &fit_.decode;
-  if (w.kind == ForwardKind::kMixed && !fit_.mixed.empty()) fit = &fit_.mixed;
+  const KindFit* fit = &fit_for(fit_, w.kind);
   const bool padded = table_.graph_padding && w.kind == ForwardKind::kDecode;
   const int64_t padding = padded ? w.padding_rows : 0;
   double us = fit->predict_us(static_cast<double>(w.tokens + padding),

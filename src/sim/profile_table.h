@@ -8,13 +8,13 @@
 // "context": 8200, "attention": 8200, "logit_rows": 8, "time_us": 1234.5}, ...]}.
 //
 // The fit, per forward kind: time = F(rows) + a * context + b * attention + c * logit_rows, where
-// F is piecewise linear through knots at the measured row counts, at most one per two points (the
-// GEMM-shaped part, whatever its curve) and a, b, c >= 0 price the KV read, the attention
-// arithmetic and the LM head. It is a least-squares fit of relative error. Rows are the step's
+// F is piecewise linear through knots at quantiles of the measured row counts, at most one per
+// `points_per_knot` points (the GEMM-shaped part, whatever its curve) and a, b, c >= 0 price the
+// KV read, the attention arithmetic and the LM head. It is a least-squares fit of relative error,
+// reweighted by the fit's own predictions so that noisy steps are fitted at their mean. Rows are the step's
 // tokens, or its padded tokens when decode steps replay CUDA graphs (graph_padding). A mixed step
 // uses the mixed fit when the table has mixed points, else the prefill fit. A table of many
-// single steps (a step log) gets at most 64 knots. Weighting by relative error keeps a step the
-// OS delayed tenfold from pulling the fit far: its residual is bounded by -1.
+// single steps (a step log) gets at most 64 knots.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +52,9 @@ struct ProfileTable {
   bool graph_padding = false;    // decode steps run their padded CUDA-graph batch
   double eager_overhead_us = 0;  // added to a decode step without a graph (graph_padding only)
   int repeats = 1;
+  // Points per knot of F at least (2 for a grid of medians; a step log's single, noisy steps
+  // need more so that F follows the trend, not the noise).
+  int points_per_knot = 2;
   std::vector<std::string> notes;
   std::vector<ProfilePoint> points;
 };
@@ -86,6 +89,7 @@ class TableCostModel final : public CostModel {
 
   int64_t step_time_ns(const StepWork& work) const override;
   std::string describe() const override;
+  bool extrapolates(const StepWork& work) const override;
   const TableFit& fit() const { return fit_; }
   const ProfileTable& table() const { return table_; }
 

@@ -94,6 +94,7 @@ nlohmann::json sim_engine_json(const SimRun& run) {
       {"virtual_end_s", end_s},
       {"idle_skipped_s", static_cast<double>(run.idle_skipped_ns) / 1e9},
       {"steps", x.steps},
+      {"extrapolated_steps", x.extrapolated_steps},
       {"prefill_steps", e.prefill_steps},
       {"decode_steps", e.decode_steps},
       {"mixed_steps", e.mixed_steps},

@@ -14,8 +14,10 @@ StepResult SimExecutor::execute(const StepPlan& plan) {
         {s.request_id, std::vector<int32_t>(static_cast<size_t>(s.num_logits), token_)});
   }
   if (plan.seqs.empty()) return result;
-  result.step_time_ns = cost_.step_time_ns(step_work(plan));
+  const StepWork work = step_work(plan);
+  result.step_time_ns = cost_.step_time_ns(work);
   ++stats_.steps;
+  if (cost_.extrapolates(work)) ++stats_.extrapolated_steps;
   stats_.busy_ns += result.step_time_ns;
   switch (plan.kind) {
     case ForwardKind::kPrefill:

@@ -13,6 +13,7 @@ struct SimExecutorStats {
   int64_t steps = 0;
   int64_t busy_ns = 0;  // sum of the predicted step times
   int64_t prefill_busy_ns = 0, decode_busy_ns = 0, mixed_busy_ns = 0;
+  int64_t extrapolated_steps = 0;  // predicted beyond the cost model's measured range
 };
 
 class SimExecutor final : public Executor {

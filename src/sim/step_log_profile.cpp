@@ -130,6 +130,7 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
       first->kv_blocks * first->block_size * model.kv_bytes_per_token(first->kv_element_bytes);
   table.graph_padding = first->device == "cuda";
   table.repeats = 1;
+  table.points_per_knot = 8;
   table.notes = {fmt::format(
       "fitted by paceline profile --from-step-log to {} steps a server executed: each point is "
       "one engine iteration (Executor::execute plus the loop's scheduling, update and delivery)",

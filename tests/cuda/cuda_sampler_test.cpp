@@ -56,14 +56,14 @@ std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits,
   std::vector<int32_t> tokens;
   constexpr size_t kBatch = 64;
   DeviceBuffer d_rows(kBatch * sizeof(SampleRow));
-  DeviceBuffer d_weights(kBatch * kVocab * sizeof(double));
+  DeviceBuffer d_weights(kBatch * kVocab * sizeof(uint64_t));
   DeviceBuffer d_out(kBatch * sizeof(int32_t));
   for (size_t first = 0; first < rows.size(); first += kBatch) {
     const size_t n = std::min(kBatch, rows.size() - first);
     PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
                                    n * sizeof(SampleRow), cudaMemcpyHostToDevice));
     PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(),
-                                            static_cast<int>(n), d_weights.as<double>(),
+                                            static_cast<int>(n), d_weights.as<uint64_t>(),
                                             d_out.as<int32_t>(), nullptr));
     std::vector<int32_t> out(n);
     PACELINE_CUDA_CHECK(cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t),

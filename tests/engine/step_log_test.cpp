@@ -10,6 +10,8 @@
 #include <future>
 #include <thread>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -74,7 +76,9 @@ TEST(StepLog, AnUnwritablePathIsAnErrorThatNamesIt) {
 
 TEST(StepLog, TheEngineLogsEveryStepItRuns) {
   const auto path =
-      (std::filesystem::temp_directory_path() / "paceline-step-log-test.jsonl").string();
+      (std::filesystem::temp_directory_path() /
+       ("paceline-step-log-test-" + std::to_string(::getpid()) + ".jsonl"))
+          .string();
   {
     SteadyClock clock;
     SchedulerConfig cfg;

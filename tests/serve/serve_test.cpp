@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <fstream>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "server_process.h"
 
@@ -249,6 +253,63 @@ TEST(ServeDelayer, AnIntervalAloneTurnsTheDelayerOnAndLogsItsLine) {
       << server.startup_log();
   ServerProcess off({"--prefill-decode-interval", "4", "--no-prefill-delayer"});
   EXPECT_EQ(off.startup_log().find("PrefillDelayer initialized"), std::string::npos);
+}
+
+// Runs the binary with `args` (from the source folder), returning its exit status and output.
+std::pair<int, std::string> run_paceline(const std::string& args) {
+  const std::string cmd =
+      std::string("cd ") + PACELINE_SOURCE_DIR + " && " + PACELINE_BINARY + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe)) out += buf;
+  const int status = pipe != nullptr ? pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(ServeStepLog, EveryStepIsLoggedAndAProfileFitsToThem) {
+  const std::string dir = ::testing::TempDir();
+  const std::string log = dir + "paceline-serve-steps.jsonl";
+  const std::string profile = dir + "paceline-serve-steps-profile.json";
+  {
+    ServerProcess server({"--step-log", log});
+    for (int i = 0; i < 3; ++i) {
+      json body = json::parse(chat_body("count to " + std::to_string(i), 6, false));
+      body["ignore_eos"] = true;  // six tokens each, whatever the tiny model says
+      HttpReply r = http(server.port(), "POST", "/v1/chat/completions", body.dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+    }
+    ASSERT_EQ(server.terminate(), 0);
+  }
+  std::ifstream in(log);
+  std::vector<json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[0]["header"]["device"], "cpu");
+  EXPECT_EQ(lines[0]["header"]["model"], "qwen3-tiny");
+  int prefills = 0, decodes = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    prefills += lines[i]["kind"] == "prefill";
+    decodes += lines[i]["kind"] == "decode";
+    EXPECT_GT(lines[i]["execute_us"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(prefills, 3);      // one per request
+  EXPECT_EQ(decodes, 3 * 5);   // 6 tokens each: the first from the prefill
+
+  auto [status, out] =
+      run_paceline("profile --model tiny --from-step-log " + log + " --out " + profile);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("18 points"), std::string::npos) << out;
+  std::ifstream p(profile);
+  const json j = json::parse(p);
+  EXPECT_EQ(j["type"], "measured");
+  EXPECT_EQ(j["points"].size(), 18u);
+
+  auto [bad_status, bad_out] = run_paceline("serve --model tiny --step-log /nonexistent-dir/s.jsonl");
+  EXPECT_NE(bad_status, 0);
+  EXPECT_NE(bad_out.find("/nonexistent-dir/s.jsonl"), std::string::npos) << bad_out;
+  std::remove(log.c_str());
+  std::remove(profile.c_str());
 }
 
 TEST(ServeShutdown, SigtermDrainsAndExitsZero) {

@@ -114,6 +114,14 @@ TEST(ProfileTable, PredictionsAreMonotonicInTokensAndBatch) {
   }
 }
 
+TEST(ProfileTable, StepsBeyondTheMeasuredRowsAreMarkedAsExtrapolated) {
+  const TableCostModel cost(made_up_table());  // decode measured up to batch 64
+  EXPECT_FALSE(cost.extrapolates(point_work(point(ForwardKind::kDecode, 64, 1, 1000))));
+  EXPECT_TRUE(cost.extrapolates(point_work(point(ForwardKind::kDecode, 65, 1, 1000))));
+  EXPECT_FALSE(cost.extrapolates(point_work(point(ForwardKind::kPrefill, 1, 1024, 0))));
+  EXPECT_TRUE(cost.extrapolates(point_work(point(ForwardKind::kPrefill, 1, 1025, 0))));
+}
+
 TEST(ProfileTable, MixedStepsUseThePrefillFitWithoutMixedPoints) {
   const TableCostModel cost(made_up_table());
   StepWork w = point_work(point(ForwardKind::kPrefill, 4, 64, 512));

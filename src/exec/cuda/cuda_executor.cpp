@@ -80,7 +80,7 @@ struct CudaExecutor::Impl {
   std::unique_ptr<DecodeGraphs> graphs;
   PinnedBuffer host_tokens;
   DeviceBuffer sample_params;  // SampleRow per sampled row
-  DeviceBuffer sample_weights;  // scratch: a row of double weights per sampled row
+  DeviceBuffer sample_weights;  // scratch: a row of fixed-point weights per sampled row
   DeviceBuffer sample_out;
   PinnedBuffer sample_params_host;
   PinnedBuffer host_sampled;
@@ -247,7 +247,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.sample_params_host.reserve(param_bytes);
     std::memcpy(m.sample_params_host.as<void>(), sample_rows.data(), param_bytes);
     m.sample_params.reserve(param_bytes);
-    m.sample_weights.reserve(sample_rows.size() * static_cast<size_t>(vocab) * sizeof(double));
+    m.sample_weights.reserve(sample_rows.size() * static_cast<size_t>(vocab) * sizeof(uint64_t));
     m.sample_out.reserve(sample_rows.size() * sizeof(int32_t));
     m.host_sampled.reserve(sample_rows.size() * sizeof(int32_t));
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.sample_params.as<void>(),
@@ -255,7 +255,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                                         cudaMemcpyHostToDevice, m.stream));
     PACELINE_CUDA_CHECK(launch_sample(m.last_acts->logits.as<float>(), vocab,
                                       m.sample_params.as<SampleRow>(), num_sampled,
-                                      m.sample_weights.as<double>(), m.sample_out.as<int32_t>(),
+                                      m.sample_weights.as<uint64_t>(), m.sample_out.as<int32_t>(),
                                       m.stream));
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_sampled.as<int32_t>(), m.sample_out.as<int32_t>(),
                                         sample_rows.size() * sizeof(int32_t),

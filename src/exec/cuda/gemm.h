@@ -1,16 +1,19 @@
 #pragma once
 // The projections: y[rows, n] = x[rows, k] @ w[n, k]^T, bf16 inputs, float32 accumulation, and a
-// float32 or bf16 output. beta = 1 accumulates into y, which is how the residual additions after
-// o_proj and down_proj are fused into those GEMMs.
+// float32 or bf16 output, through cuBLASLt. beta = 1 accumulates into y, which is how the
+// residual additions after o_proj and down_proj are fused into those GEMMs.
 //
-// Batch invariance: cuBLAS picks its kernel (tiles, split-K) from the whole shape, so a row's
-// bits would depend on how many rows share the call. Every call therefore runs in chunks of
-// exactly kGemmRows rows (x and y hold a multiple of kGemmRows rows; the padding rows compute
-// values nobody reads): one shape per (n, k), one kernel, the same bits for a row in any batch.
+// Batch invariance: a GEMM library picks its kernel (tiles, split-K) from the whole shape, so a
+// row's bits would depend on how many rows share the call. Every call therefore runs in chunks
+// of exactly kGemmRows rows (x and y hold a multiple of kGemmRows rows; the padding rows compute
+// values nobody reads), and the cuBLASLt algorithm of each (k, n, output type, beta) is chosen
+// once, on first use, and kept: one shape, one kernel, the same bits for a row in any batch.
 // At 128 rows a chunk is still memory-bound in decode and near the compute ridge in prefill.
-#include <cublas_v2.h>
+#include <cublasLt.h>
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/kernels.h"
@@ -32,10 +35,21 @@ class Gemm {
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y);
 
  private:
+  // The descriptors and the algorithm of one chunk shape.
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  using Key = std::tuple<int64_t, int64_t, int, bool>;  // k, n, output type, beta != 0
+  const Plan& plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate);
   void run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
            cudaDataType_t y_type, float beta);
-  cublasHandle_t handle_ = nullptr;
-  DeviceBuffer workspace_;  // set explicitly so that graph capture allocates nothing
+
+  cublasLtHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer workspace_;  // given explicitly so that graph capture allocates nothing
+  std::map<Key, Plan> plans_;
 };
 
 }  // namespace paceline::cuda

@@ -94,8 +94,8 @@ struct SampleRow {
 
 // out[i] = the token sample_token (src/exec/sampler.cpp) draws from logits[rows[i].row] with
 // rows[i]'s parameters and uniform number. rows is on the device; weights is scratch of
-// num_rows * vocab doubles.
+// num_rows * vocab 64-bit words (the row's weights in fixed point).
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
-                          double* weights, int32_t* out, cudaStream_t stream);
+                          uint64_t* weights, int32_t* out, cudaStream_t stream);
 
 }  // namespace paceline::cuda

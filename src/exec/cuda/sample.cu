@@ -9,7 +9,14 @@
 // of 8 bits, each a histogram (count and weight per digit) of the candidates that share the
 // digits chosen so far, then a scan of the tied candidates in index order. Since the weight is
 // monotone in the logit, the order of keys is the sampler's order.
+//
+// The weights are summed in 64-bit fixed point (each exp((l - max) / T) <= 1 rounded to a
+// multiple of 2^-shift, shift chosen so that a whole row cannot overflow): integer additions are
+// exact and associative, so every sum is the same whatever order the threads add in (the same
+// token on every run), and shared-memory 64-bit integer atomics are native where double ones
+// are compare-and-swap loops that serialize on the few busy bins of a flat row.
 #include <cfloat>
+#include <cmath>
 
 #include "exec/cuda/kernels.h"
 
@@ -19,6 +26,7 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
+using u64 = unsigned long long;
 
 // A candidate's place in the sampler's order: larger key first, then lower index.
 struct Pos {
@@ -38,7 +46,7 @@ __device__ __forceinline__ bool at_or_before(uint32_t key, int32_t idx, Pos p) {
 
 enum class Reach { kCountAtLeast, kWeightAtLeast, kWeightAbove };
 
-__device__ __forceinline__ bool reached(Reach r, double target, double weight, double count) {
+__device__ __forceinline__ bool reached(Reach r, u64 target, u64 weight, u64 count) {
   switch (r) {
     case Reach::kCountAtLeast: return count >= target;
     case Reach::kWeightAtLeast: return weight >= target;
@@ -47,40 +55,41 @@ __device__ __forceinline__ bool reached(Reach r, double target, double weight, d
 }
 
 struct Shared {
-  double hist_w[256];
+  u64 hist_w[256];
   unsigned hist_c[256];
-  double scan_a[kWarps];
-  double scan_b[kWarps];
-  double before_w;  // cumulative weight and count of the candidates ahead of the current bin
-  double before_c;
+  u64 scan_a[kWarps];
+  u64 scan_b[kWarps];
+  u64 before_w;  // cumulative weight and count of the candidates ahead of the current bin
+  u64 before_c;
   int chosen;
   int tie_idx;
   int tie_last;
-  double tie_w;
-  double tie_c;
+  u64 tie_w;
+  u64 tie_c;
+  u64 total;
 };
 
 struct Found {
   bool found;
   Pos pos;
-  double cum_w;  // cumulative weight and count up to and including pos
-  double cum_c;
+  u64 cum_w;  // cumulative weight and count up to and including pos
+  u64 cum_c;
 };
 
-__device__ __forceinline__ double warp_sum(double v) {
+__device__ __forceinline__ u64 warp_sum(u64 v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
   return v;
 }
 
 // Adds (w, 1) to bin `digit` (-1: nothing) for every lane; one atomic per warp when all active
 // lanes share a bin (the common case in the first passes over a flat distribution).
-__device__ __forceinline__ void hist_add(Shared& s, int digit, double w) {
+__device__ __forceinline__ void hist_add(Shared& s, int digit, u64 w) {
   const unsigned active = __ballot_sync(kFull, digit >= 0);
   if (active == 0) return;
   const int leader = __ffs(static_cast<int>(active)) - 1;
   const int d0 = __shfl_sync(kFull, digit, leader);
   if (__ballot_sync(kFull, digit == d0) == active) {
-    const double sum = warp_sum(digit >= 0 ? w : 0.0);
+    const u64 sum = warp_sum(digit >= 0 ? w : 0ull);
     if (static_cast<int>(threadIdx.x % 32) == leader) {
       atomicAdd(&s.hist_w[d0], sum);
       atomicAdd(&s.hist_c[d0], static_cast<unsigned>(__popc(active)));
@@ -92,11 +101,11 @@ __device__ __forceinline__ void hist_add(Shared& s, int digit, double w) {
 }
 
 // Exclusive prefix sums of (a, b) over the block's threads in thread order.
-__device__ void exclusive_scan2(Shared& s, double a, double b, double* ea, double* eb) {
+__device__ void exclusive_scan2(Shared& s, u64 a, u64 b, u64* ea, u64* eb) {
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  double ia = a, ib = b;
+  u64 ia = a, ib = b;
   for (int o = 1; o < 32; o <<= 1) {
-    const double ta = __shfl_up_sync(kFull, ia, o), tb = __shfl_up_sync(kFull, ib, o);
+    const u64 ta = __shfl_up_sync(kFull, ia, o), tb = __shfl_up_sync(kFull, ib, o);
     if (lane >= o) {
       ia += ta;
       ib += tb;
@@ -108,10 +117,10 @@ __device__ void exclusive_scan2(Shared& s, double a, double b, double* ea, doubl
   }
   __syncthreads();
   if (warp == 0) {
-    const double xa = s.scan_a[lane], xb = s.scan_b[lane];
-    double ya = xa, yb = xb;
+    const u64 xa = s.scan_a[lane], xb = s.scan_b[lane];
+    u64 ya = xa, yb = xb;
     for (int o = 1; o < 32; o <<= 1) {
-      const double ta = __shfl_up_sync(kFull, ya, o), tb = __shfl_up_sync(kFull, yb, o);
+      const u64 ta = __shfl_up_sync(kFull, ya, o), tb = __shfl_up_sync(kFull, yb, o);
       if (lane >= o) {
         ya += ta;
         yb += tb;
@@ -126,40 +135,39 @@ __device__ void exclusive_scan2(Shared& s, double a, double b, double* ea, doubl
   __syncthreads();
 }
 
-__device__ double block_sum(Shared& s, double v) {
-  double e = 0.0, unused = 0.0;
+__device__ u64 block_sum(Shared& s, u64 v) {
+  u64 e = 0, unused = 0;
   v = warp_sum(v);
   // One value per warp, then a scan gives the total as the last warp's exclusive sum + its own.
   const int lane = static_cast<int>(threadIdx.x % 32);
-  exclusive_scan2(s, lane == 0 ? v : 0.0, 0.0, &e, &unused);
-  __shared__ double total;
-  if (threadIdx.x == kThreads - 32) total = e + v;
+  exclusive_scan2(s, lane == 0 ? v : 0ull, 0ull, &e, &unused);
+  if (threadIdx.x == kThreads - 32) s.total = e + v;
   __syncthreads();
-  const double t = total;
+  const u64 t = s.total;
   __syncthreads();
   return t;
 }
 
 // The first candidate at or before `bound`, in the sampler's order, whose cumulative count or
 // weight reaches `target`; found = false when none does (rounding at the very end).
-__device__ Found select(Shared& s, const float* logits, const double* w, int vocab, Pos bound,
-                        Reach reach, double target) {
+__device__ Found select(Shared& s, const float* logits, const u64* w, int vocab, Pos bound,
+                        Reach reach, u64 target) {
   if (threadIdx.x == 0) {
-    s.before_w = 0.0;
-    s.before_c = 0.0;
+    s.before_w = 0;
+    s.before_c = 0;
   }
   uint32_t prefix = 0;
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = 24 - 8 * pass;
     for (int i = static_cast<int>(threadIdx.x); i < 256; i += kThreads) {
-      s.hist_w[i] = 0.0;
+      s.hist_w[i] = 0;
       s.hist_c[i] = 0;
     }
     __syncthreads();
     for (int base = 0; base < vocab; base += kThreads) {
       const int i = base + static_cast<int>(threadIdx.x);
       int digit = -1;
-      double wi = 0.0;
+      u64 wi = 0;
       if (i < vocab) {
         const uint32_t k = order_key(logits[i]);
         if (at_or_before(k, i, bound) && (pass == 0 || (k >> (shift + 8)) == prefix)) {
@@ -171,11 +179,11 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      double bw = s.before_w, bc = s.before_c;
+      u64 bw = s.before_w, bc = s.before_c;
       s.chosen = -1;
       for (int d = 255; d >= 0; --d) {
         if (s.hist_c[d] == 0) continue;
-        const double cw = bw + s.hist_w[d], cc = bc + s.hist_c[d];
+        const u64 cw = bw + s.hist_w[d], cc = bc + s.hist_c[d];
         if (reached(reach, target, cw, cc)) {
           s.chosen = d;
           break;
@@ -188,7 +196,7 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
     }
     __syncthreads();
     const int chosen = s.chosen;
-    if (chosen < 0) return {false, bound, 0.0, 0.0};
+    if (chosen < 0) return {false, bound, 0, 0};
     prefix = (prefix << 8) | static_cast<uint32_t>(chosen);
   }
 
@@ -196,12 +204,12 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
   const int chunk = (vocab + kThreads - 1) / kThreads;
   const int lo = static_cast<int>(threadIdx.x) * chunk;
   const int hi = min(vocab, lo + chunk);
-  double lw = 0.0, lc = 0.0;
+  u64 lw = 0, lc = 0;
   int last = -1;
   for (int i = lo; i < hi; ++i) {
     if (order_key(logits[i]) == prefix && at_or_before(prefix, i, bound)) {
       lw += w[i];
-      lc += 1.0;
+      lc += 1;
       last = i;
     }
   }
@@ -209,16 +217,16 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
     s.tie_idx = INT32_MAX;
     s.tie_last = -1;
   }
-  double ew = 0.0, ec = 0.0;
+  u64 ew = 0, ec = 0;
   exclusive_scan2(s, lw, lc, &ew, &ec);  // its barriers also publish tie_idx / tie_last
-  const double bw = s.before_w + ew, bc = s.before_c + ec;
+  const u64 bw = s.before_w + ew, bc = s.before_c + ec;
   if (last >= 0) atomicMax(&s.tie_last, last);
-  if (lc > 0.0 && !reached(reach, target, bw, bc)) {
-    double cw = bw, cc = bc;
+  if (lc > 0 && !reached(reach, target, bw, bc)) {
+    u64 cw = bw, cc = bc;
     for (int i = lo; i < hi; ++i) {
       if (order_key(logits[i]) == prefix && at_or_before(prefix, i, bound)) {
         cw += w[i];
-        cc += 1.0;
+        cc += 1;
         if (reached(reach, target, cw, cc)) {
           atomicMin(&s.tie_idx, i);
           break;
@@ -227,15 +235,14 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
     }
   }
   __syncthreads();
-  // Rounding between the histogram's sums and the scan's can leave no thread claiming: then the
-  // last tied candidate, which the histogram said reaches the target.
+  // The sums are exact, so some thread claims; the last tied candidate is only a safeguard.
   const int idx = s.tie_idx != INT32_MAX ? s.tie_idx : s.tie_last;
   if (idx >= lo && idx < hi) {
-    double cw = bw, cc = bc;
+    u64 cw = bw, cc = bc;
     for (int i = lo; i <= idx; ++i) {
       if (order_key(logits[i]) == prefix && at_or_before(prefix, i, bound)) {
         cw += w[i];
-        cc += 1.0;
+        cc += 1;
       }
     }
     s.tie_w = cw;
@@ -248,13 +255,13 @@ __device__ Found select(Shared& s, const float* logits, const double* w, int voc
 }
 
 __global__ void __launch_bounds__(kThreads)
-    sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, double* weights,
-                  int32_t* out) {
+    sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, u64* weights,
+                  double scale, int32_t* out) {
   __shared__ Shared s;
   const SampleRow p = rows[blockIdx.x];
   const int vocab = static_cast<int>(vocab64);
   const float* l = logits + static_cast<int64_t>(p.row) * vocab64;
-  double* w = weights + static_cast<int64_t>(blockIdx.x) * vocab64;
+  u64* w = weights + static_cast<int64_t>(blockIdx.x) * vocab64;
 
   // The largest logit and the last candidate in order (smallest key, then largest index).
   float mx = -INFINITY;
@@ -299,39 +306,52 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  double local = 0.0;
+  u64 local = 0;
   for (int i = static_cast<int>(threadIdx.x); i < vocab; i += kThreads) {
-    w[i] = exp((static_cast<double>(l[i]) - static_cast<double>(mx)) / p.temperature);
+    const double weight = exp((static_cast<double>(l[i]) - static_cast<double>(mx)) / p.temperature);
+    w[i] = __double2ull_rn(weight * scale);
     local += w[i];
   }
   __syncthreads();
 
+  // Targets in fixed point: cum >= t holds for an integer cum exactly when cum >= ceil(t), and
+  // cum > t exactly when cum > floor(t).
   Pos bound{last_k, last_i};
-  double mass = 0.0;
+  u64 mass = 0;
   if (p.top_k > 0 && p.top_k < vocab64) {
     const Found f = select(s, l, w, vocab, bound, Reach::kCountAtLeast,
-                           static_cast<double>(p.top_k));
+                           static_cast<u64>(p.top_k));
     bound = f.pos;
     mass = f.cum_w;
   } else {
     mass = block_sum(s, local);
   }
   if (p.top_p < 1.0) {
-    const Found f = select(s, l, w, vocab, bound, Reach::kWeightAtLeast, p.top_p * mass);
+    const u64 target = static_cast<u64>(ceil(p.top_p * static_cast<double>(mass)));
+    const Found f = select(s, l, w, vocab, bound, Reach::kWeightAtLeast, target);
     if (f.found) {
       bound = f.pos;
       mass = f.cum_w;
     }
   }
-  const Found f = select(s, l, w, vocab, bound, Reach::kWeightAbove, p.u * mass);
+  const u64 draw = static_cast<u64>(floor(p.u * static_cast<double>(mass)));
+  const Found f = select(s, l, w, vocab, bound, Reach::kWeightAbove, draw);
   if (threadIdx.x == 0) out[blockIdx.x] = f.found ? f.pos.idx : bound.idx;
 }
 
 }  // namespace
 
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
-                          double* weights, int32_t* out, cudaStream_t stream) {
-  if (num_rows > 0) sample_kernel<<<num_rows, kThreads, 0, stream>>>(logits, vocab, rows, weights, out);
+                          uint64_t* weights, int32_t* out, cudaStream_t stream) {
+  if (vocab < 1 || vocab > (int64_t{1} << 30)) return cudaErrorInvalidValue;
+  // Weights <= 1 in units of 2^-shift, with a whole row's sum below 2^63.
+  int bits = 0;
+  while ((int64_t{1} << bits) < vocab) ++bits;
+  const double scale = std::ldexp(1.0, 62 - bits);
+  if (num_rows > 0) {
+    sample_kernel<<<num_rows, kThreads, 0, stream>>>(
+        logits, vocab, rows, reinterpret_cast<unsigned long long*>(weights), scale, out);
+  }
   return cudaGetLastError();
 }
 
