@@ -152,6 +152,38 @@ TEST(CudaSampler, ExecutorSamplesAsTheHostSamplerOnItsLogits) {
   }
 }
 
+TEST(CudaSampler, MoreRowsThanOneLaunchTakesAreAllSampled) {
+  // 300 logit rows of one sequence (a verify-like step): the executor samples them in launches
+  // of at most 256 rows through one scratch buffer.
+  PACELINE_REQUIRE_GPU();
+  const ModelConfig config = testing::tiny_config();
+  testing::TestWeights weights(config, 7);
+  CudaExecutorOptions o;
+  o.kv_cache_bytes = 64 * 16 * config.kv_bytes_per_token(2);
+  o.max_num_batched_tokens = 512;
+  CudaExecutor gpu(config, weights, o);
+  std::vector<int32_t> tokens(300), blocks(19);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + i % 90);  // the tiny vocabulary has 97
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int32_t>(i);
+  StepPlan plan;
+  plan.seqs.push_back(testing::make_seq(1, tokens, 0, blocks, 300));
+  plan.seqs[0].sampling.temperature = 1.1;
+  plan.seqs[0].sampling.top_k = 40;
+  plan.seqs[0].seed = 99;
+  const StepResult r = gpu.execute(plan);
+  const std::vector<float> logits = gpu.last_logits();
+  const int64_t vocab = config.vocab_size;
+  ASSERT_EQ(r.seqs.size(), 1u);
+  ASSERT_EQ(r.seqs[0].tokens.size(), 300u);
+  ASSERT_EQ(logits.size(), static_cast<size_t>(300 * vocab));
+  int mismatches = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::span<const float> l(logits.data() + i * vocab, static_cast<size_t>(vocab));
+    if (r.seqs[0].tokens[i] != sample_token(l, plan.seqs[0].sampling, 99, i)) ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 0) << "of 300 rows";
+}
+
 }  // namespace
 }  // namespace paceline
 #endif

@@ -96,6 +96,7 @@ namespace {
 // these when a step needs more).
 constexpr int64_t kEagerDecodeRows = 1024;
 constexpr int64_t kEagerLogitRows = 1024;
+constexpr int kSampleRowsPerLaunch = 256;  // 311 MB of sampler scratch at a 152k vocabulary
 
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
@@ -247,16 +248,23 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.sample_params_host.reserve(param_bytes);
     std::memcpy(m.sample_params_host.as<void>(), sample_rows.data(), param_bytes);
     m.sample_params.reserve(param_bytes);
-    m.sample_weights.reserve(sample_rows.size() * static_cast<size_t>(vocab) * sizeof(uint64_t));
+    // The weights scratch (8 bytes per vocabulary entry and row) is bounded: at most
+    // kSampleRowsPerLaunch rows at a time, so speculative verify steps of many sequences do not
+    // take memory the KV cache was sized to have.
+    const int per_launch = std::min(num_sampled, kSampleRowsPerLaunch);
+    m.sample_weights.reserve(static_cast<size_t>(per_launch) * static_cast<size_t>(vocab) *
+                             sizeof(uint64_t));
     m.sample_out.reserve(sample_rows.size() * sizeof(int32_t));
     m.host_sampled.reserve(sample_rows.size() * sizeof(int32_t));
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.sample_params.as<void>(),
                                         m.sample_params_host.as<void>(), param_bytes,
                                         cudaMemcpyHostToDevice, m.stream));
-    PACELINE_CUDA_CHECK(launch_sample(m.last_acts->logits.as<float>(), vocab,
-                                      m.sample_params.as<SampleRow>(), num_sampled,
-                                      m.sample_weights.as<uint64_t>(), m.sample_out.as<int32_t>(),
-                                      m.stream));
+    for (int first = 0; first < num_sampled; first += per_launch) {
+      PACELINE_CUDA_CHECK(launch_sample(
+          m.last_acts->logits.as<float>(), vocab, m.sample_params.as<SampleRow>() + first,
+          std::min(per_launch, num_sampled - first), m.sample_weights.as<uint64_t>(),
+          m.sample_out.as<int32_t>() + first, m.stream));
+    }
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_sampled.as<int32_t>(), m.sample_out.as<int32_t>(),
                                         sample_rows.size() * sizeof(int32_t),
                                         cudaMemcpyDeviceToHost, m.stream));
