@@ -219,6 +219,18 @@ StepWork point_work(const ProfilePoint& p) {
   return w;
 }
 
+ProfilePoint work_point(const StepWork& w, double time_us) {
+  ProfilePoint p;
+  p.kind = w.kind;
+  p.batch = w.num_seqs;
+  p.tokens = w.tokens;
+  p.context = w.context;
+  p.attention = w.attention;
+  p.logit_rows = w.logit_rows;
+  p.time_us = time_us;
+  return p;
+}
+
 double KindFit::predict_us(double rows, double context, double attention, double logit_rows) const {
   double f = 0;
   if (knots.size() > 1 && rows > knots.back()) {

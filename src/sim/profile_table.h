@@ -41,6 +41,9 @@ struct ProfilePoint {
 
 // The features of a point as the cost model sees them (graph padding does not apply).
 StepWork point_work(const ProfilePoint& point);
+// A point with a step's features and its measured time (no padding rows; the caller adds them
+// where graphs padded the step).
+ProfilePoint work_point(const StepWork& work, double time_us);
 
 struct ProfileTable {
   std::string device;    // "cpu", "h200", ...

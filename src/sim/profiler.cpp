@@ -45,14 +45,8 @@ struct Measurer {
       const auto end = std::chrono::steady_clock::now();
       if (i > 0) times.push_back(std::chrono::duration<double, std::micro>(end - start).count());
     }
-    ProfilePoint p;
+    ProfilePoint p = work_point(work, median(times));
     p.kind = kind;
-    p.batch = work.num_seqs;
-    p.tokens = work.tokens;
-    p.context = work.context;
-    p.attention = work.attention;
-    p.logit_rows = work.logit_rows;
-    p.time_us = median(times);
     points.push_back(p);
     if (progress) progress(p);
   }

@@ -65,15 +65,8 @@ ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::
     fail("{}: execute_us must be positive and host_us non-negative", where);
   }
   const StepWork w = step_work(plan);
-  ProfilePoint p;
-  p.kind = w.kind;
-  p.batch = w.num_seqs;
-  p.tokens = w.tokens;
-  p.context = w.context;
-  p.attention = w.attention;
-  p.logit_rows = w.logit_rows;
+  ProfilePoint p = work_point(w, execute_us + host_us);
   p.padding_rows = graph_padding ? w.padding_rows : 0;
-  p.time_us = execute_us + host_us;
   return p;
 }
 
