@@ -10,6 +10,7 @@
 #include "exec/cpu/cpu_executor.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "bench/stats.h"
 #include "sim/profile_table.h"
 #include "sim/roofline_profile.h"
 #include "sim/sim_profile.h"
@@ -35,6 +36,24 @@ void print_fit(const char* kind, const sim::KindFit& f) {
       f.per_attention_us, f.per_logit_row_us);
 }
 
+// How a step log's steps scatter around the fit, which `paceline sim` replays (step_noise.h): the
+// spread of measured over predicted time, and how much a step's ratio predicts the next one's of
+// its kind (near 0: independent jitter, or a shape the fit misses; near 1: the machine drifting).
+void print_scatter(const char* kind, const sim::StepTimeSeries* s) {
+  if (s == nullptr || s->ratio.size() < 3) return;
+  const std::vector<double>& r = s->ratio;
+  const double m = bench::mean(r);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    den += (r[i] - m) * (r[i] - m);
+    if (i + 1 < r.size()) num += (r[i] - m) * (r[i + 1] - m);
+  }
+  std::printf("  %-7s step time over the fit: p10 %.2f, p50 %.2f, p90 %.2f, mean %.2f; "
+              "correlation with the next step %.2f\n",
+              kind, bench::percentile(r, 10), bench::percentile(r, 50), bench::percentile(r, 90), m,
+              den > 0 ? num / den : 0.0);
+}
+
 void report_fit(const sim::ProfileTable& table, const std::string& out) {
   const sim::TableFit fit = sim::fit_profile_table(table);
   std::printf("profile of %s on %s: %zu points -> %s\n", table.model.c_str(),
@@ -42,6 +61,11 @@ void report_fit(const sim::ProfileTable& table, const std::string& out) {
   print_fit("prefill", fit.prefill);
   print_fit("decode", fit.decode);
   print_fit("mixed", fit.mixed);
+  if (!table.time_ordered) return;
+  const sim::TableCostModel model(table);
+  print_scatter("prefill", model.step_time_series(ForwardKind::kPrefill));
+  print_scatter("decode", model.step_time_series(ForwardKind::kDecode));
+  if (!fit.mixed.empty()) print_scatter("mixed", model.step_time_series(ForwardKind::kMixed));
 }
 
 int profile_from_logs(const ProfileOptions& o) {

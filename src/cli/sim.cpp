@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "sim/sim_driver.h"
 #include "sim/sim_profile.h"
+#include "sim/step_noise.h"
 
 namespace paceline {
 
@@ -22,6 +23,7 @@ namespace {
 
 // Everything a run needs that does not depend on the concurrency.
 struct SimSetup {
+  sim::StepNoiseMode step_noise = sim::StepNoiseMode::kNone;  // resolved: none or replay
   ModelConfig model;
   sim::SimProfile profile;
   ResolvedEngineConfig engine;
@@ -36,6 +38,16 @@ SimSetup prepare(const SimOptions& o) {
   SimSetup s;
   s.model = model_config_load(o.model);
   s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization);
+  const std::optional<sim::StepNoiseMode> noise = sim::step_noise_mode_from_name(o.step_noise);
+  if (!noise) fail("--step-noise: '{}' is not one of auto, none, replay", o.step_noise);
+  const bool has_series = sim::StepNoise(*s.profile.cost, 0).active();
+  if (*noise == sim::StepNoiseMode::kReplay && !has_series) {
+    fail("--step-noise replay: --profile {} has no steps in time order to replay (fit a profile "
+         "to a server's step log: paceline profile --from-step-log)",
+         o.profile);
+  }
+  s.step_noise = *noise != sim::StepNoiseMode::kNone && has_series ? sim::StepNoiseMode::kReplay
+                                                                    : sim::StepNoiseMode::kNone;
   s.kv_cache_bytes = o.kv_cache_memory.empty()
                          ? s.profile.kv_cache_bytes
                          : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
@@ -48,6 +60,10 @@ SimSetup prepare(const SimOptions& o) {
   sc.num_kv_blocks = s.kv_cache_bytes / block_bytes;
   if (sc.num_kv_blocks < 1) {
     fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", s.kv_cache_bytes, block_bytes);
+  }
+  if (s.step_noise == sim::StepNoiseMode::kReplay) {
+    spdlog::info("sim: step noise: replaying the profile's measured/predicted step times on the "
+                 "virtual clock (--step-noise none for the means)");
   }
   spdlog::info("sim: {} with {}: {} KV blocks of {} tokens ({:.2f} GB), max_model_len {}",
                s.model.name, s.profile.cost->describe(), sc.num_kv_blocks, sc.block_size,
@@ -74,6 +90,8 @@ sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurr
   c.arrival = arrival_replay_config(o.replay, o.seed);
   c.prompt.seed = o.seed;
   c.summary = summary_options(o.replay);
+  c.step_noise = s.step_noise;
+  c.step_noise_seed = o.step_noise_seed.value_or(o.seed);
   return c;
 }
 
@@ -92,6 +110,8 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"endpoint", "completions"},
       {"model", s.model.name},
       {"profile", o.profile},
+      {"step_noise", sim::step_noise_mode_name(s.step_noise)},
+      {"step_noise_seed", o.step_noise_seed.value_or(o.seed)},
       {"kv_cache_bytes", s.kv_cache_bytes},
       {"gpu_memory_utilization", o.gpu_memory_utilization},
       {"block_size", sc.block_size},
@@ -179,7 +199,15 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "fraction of GPU memory for weights and KV (roofline profiles)")
       ->capture_default_str();
-  cmd.add_option("--seed", o.seed, "replay, prompt and sampling seed")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "replay, prompt, sampling and step-noise seed")
+      ->capture_default_str();
+  cmd.add_option("--step-noise", o.step_noise,
+                 "step-time variation: auto (replay a step-log profile's steps in time), "
+                 "none (the cost model's means), replay")
+      ->capture_default_str();
+  cmd.add_option("--step-noise-seed", o.step_noise_seed,
+                 "where on the profile's clock the replay starts (default: --seed); vary it to "
+                 "see how much the noise alone moves a percentile");
   add_engine_options(cmd, o.engine);
   // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
   // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.

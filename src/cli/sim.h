@@ -21,6 +21,9 @@ struct SimOptions {
   std::string kv_cache_memory;  // default: from the profile
   double gpu_memory_utilization = 0.9;
   uint64_t seed = 0;  // replay sampler, start window, prompts, default sampling seeds
+  // Step-time variation: auto (replay a step-log profile's, else none), none, replay.
+  std::string step_noise = "auto";
+  std::optional<uint64_t> step_noise_seed;  // where the replay starts; default: --seed
   EngineOptions engine;
 
   // The replay, as `paceline bench` spells it.

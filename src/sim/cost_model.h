@@ -5,6 +5,7 @@
 // so a measured profile and the roofline can be compared point by point.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sched/step_plan.h"
 
@@ -30,6 +31,17 @@ struct StepWork {
 
 StepWork step_work(const StepPlan& plan);
 
+// How a server's steps of one kind compared with a fit, in the order they ran: step i started at
+// t_us[i] on the server's clock (ascending) and took ratio[i] times the predicted time. All kinds
+// of one record share its clock and its span: the time from its first step's start to its last
+// step's end.
+struct StepTimeSeries {
+  std::vector<double> t_us;
+  std::vector<double> ratio;
+  double start_us = 0;
+  double span_us = 0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -40,6 +52,10 @@ class CostModel {
   // Whether the prediction for this step lies beyond what the model was measured on (a fitted
   // table asked for more rows than any measured step of the kind had): it extrapolates.
   virtual bool extrapolates(const StepWork& /*work*/) const { return false; }
+  // The steps of this kind the model was fitted to, as a time series of measured over predicted
+  // time (step_noise.h replays it); nullptr when the model knows no such series (a roofline, a
+  // grid of medians).
+  virtual const StepTimeSeries* step_time_series(ForwardKind /*kind*/) const { return nullptr; }
 };
 
 }  // namespace paceline::sim

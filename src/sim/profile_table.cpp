@@ -256,6 +256,7 @@ nlohmann::json profile_table_to_json(const ProfileTable& t) {
                       {"logit_rows", p.logit_rows},
                       {"padding_rows", p.padding_rows},
                       {"time_us", std::round(p.time_us * 1000) / 1000}});
+    if (p.t_us >= 0) points.back()["t_us"] = std::round(p.t_us * 1000) / 1000;
   }
   return {{"type", "measured"},
           {"device", t.device},
@@ -268,6 +269,7 @@ nlohmann::json profile_table_to_json(const ProfileTable& t) {
           {"eager_overhead_us", t.eager_overhead_us},
           {"repeats", t.repeats},
           {"points_per_knot", t.points_per_knot},
+          {"time_ordered", t.time_ordered},
           {"notes", t.notes},
           {"points", points}};
 }
@@ -288,6 +290,7 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     t.eager_overhead_us = j.value("eager_overhead_us", 0.0);
     t.repeats = j.value("repeats", 1);
     t.points_per_knot = j.value("points_per_knot", 2);
+    t.time_ordered = j.value("time_ordered", false);
     t.notes = j.value("notes", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     fail("{}: {}", where, e.what());
@@ -311,6 +314,16 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     }
     pt.time_us = p["time_us"].get<double>();
     if (pt.batch < 1 || pt.tokens < pt.batch) fail("{}: needs 1 <= batch <= tokens", at);
+    if (p.contains("t_us")) {
+      if (!p["t_us"].is_number() || !(p["t_us"].get<double>() >= 0)) {
+        fail("{}: 't_us' must be a number >= 0", at);
+      }
+      pt.t_us = p["t_us"].get<double>();
+    }
+    if (t.time_ordered && pt.t_us < 0) fail("{}: a time-ordered profile needs 't_us'", at);
+    if (t.time_ordered && !t.points.empty() && pt.t_us < t.points.back().t_us) {
+      fail("{}: 't_us' goes back in time in a time-ordered profile", at);
+    }
     t.points.push_back(pt);
   }
   return t;
@@ -334,9 +347,6 @@ TableFit fit_profile_table(const ProfileTable& t) {
   return fit;
 }
 
-TableCostModel::TableCostModel(ProfileTable table)
-    : table_(std::move(table)), fit_(fit_profile_table(table_)) {}
-
 namespace {
 
 const KindFit& fit_for(const TableFit& fits, ForwardKind kind) {
@@ -345,7 +355,42 @@ const KindFit& fit_for(const TableFit& fits, ForwardKind kind) {
   return fits.prefill;
 }
 
+size_t ratio_index(ForwardKind kind) {
+  return kind == ForwardKind::kPrefill ? 0 : kind == ForwardKind::kDecode ? 1 : 2;
+}
+
 }  // namespace
+
+TableCostModel::TableCostModel(ProfileTable table)
+    : table_(std::move(table)), fit_(fit_profile_table(table_)) {
+  if (!table_.time_ordered || table_.points.empty()) return;
+  double start = table_.points.front().t_us, end = start, last = start;
+  for (const ProfilePoint& p : table_.points) {
+    if (p.t_us < last) fail("profile of {}: a time-ordered point goes back in time", table_.model);
+    last = p.t_us;
+    if (p.t_us < 0) fail("profile of {}: a time-ordered point without a start time", table_.model);
+    // The point as the fit saw it (its padding rows priced like real rows).
+    const double predicted = fit_for(fit_, p.kind).predict_us(
+        static_cast<double>(p.tokens + p.padding_rows), static_cast<double>(p.context),
+        static_cast<double>(p.attention), static_cast<double>(p.logit_rows + p.padding_rows));
+    StepTimeSeries& s = series_[ratio_index(p.kind)];
+    s.t_us.push_back(p.t_us);
+    s.ratio.push_back(p.time_us / std::max(predicted, 1e-3));
+    start = std::min(start, p.t_us);
+    end = std::max(end, p.t_us + p.time_us);
+  }
+  for (StepTimeSeries& s : series_) {
+    s.start_us = start;
+    s.span_us = end - start;
+  }
+}
+
+const StepTimeSeries* TableCostModel::step_time_series(ForwardKind kind) const {
+  if (!table_.time_ordered) return nullptr;
+  if (kind == ForwardKind::kMixed && fit_.mixed.empty()) kind = ForwardKind::kPrefill;
+  const StepTimeSeries& s = series_[ratio_index(kind)];
+  return s.t_us.empty() || !(s.span_us > 0) ? nullptr : &s;
+}
 
 bool TableCostModel::extrapolates(const StepWork& w) const {
   if (w.num_seqs == 0) return false;

@@ -4,8 +4,9 @@
 //
 // File (JSON): {"type": "measured", "device": "cpu", "model": "qwen3-tiny", "executor": ...,
 // "kv_cache_bytes": ..., "kv_element_bytes": 4, "block_size": 16, "graph_padding": false,
-// "eager_overhead_us": 0, "points": [{"kind": "decode", "batch": 8, "tokens": 8,
-// "context": 8200, "attention": 8200, "logit_rows": 8, "time_us": 1234.5}, ...]}.
+// "eager_overhead_us": 0, "time_ordered": false, "points": [{"kind": "decode", "batch": 8,
+// "tokens": 8, "context": 8200, "attention": 8200, "logit_rows": 8, "time_us": 1234.5}, ...]}.
+// A time-ordered profile (a step log's) gives every point its start time, "t_us", ascending.
 //
 // The fit, per forward kind: time = F(rows) + a * context + b * attention + c * logit_rows, where
 // F is piecewise linear through knots at quantiles of the measured row counts, at most one per
@@ -37,6 +38,9 @@ struct ProfilePoint {
   // Rows a CUDA graph computed for nothing (a padded decode from a step log); they cost like
   // real rows in the linear layers and the LM head.
   int64_t padding_rows = 0;
+  // When the step started on the server's clock, in a time-ordered table (a step log); -1: not
+  // known.
+  double t_us = -1;
 };
 
 // The features of a point as the cost model sees them (graph padding does not apply).
@@ -58,6 +62,9 @@ struct ProfileTable {
   // Points per knot of F at least (2 for a grid of medians; a step log's single, noisy steps
   // need more so that F follows the trend, not the noise).
   int points_per_knot = 2;
+  // The points are single steps in the order a server executed them, each with its start time
+  // (a step log), so their scatter around the fit can be replayed in time (step_noise.h).
+  bool time_ordered = false;
   std::vector<std::string> notes;
   std::vector<ProfilePoint> points;
 };
@@ -93,12 +100,17 @@ class TableCostModel final : public CostModel {
   int64_t step_time_ns(const StepWork& work) const override;
   std::string describe() const override;
   bool extrapolates(const StepWork& work) const override;
+  // For a time-ordered table: each point's time over the fit's prediction, per kind, at the
+  // point's start time, every point included (the ones the fit left out as stalls happened too);
+  // a mixed step without a mixed fit takes the prefill series, as it takes the prefill fit.
+  const StepTimeSeries* step_time_series(ForwardKind kind) const override;
   const TableFit& fit() const { return fit_; }
   const ProfileTable& table() const { return table_; }
 
  private:
   ProfileTable table_;
   TableFit fit_;
+  StepTimeSeries series_[3];  // prefill, decode, mixed
 };
 
 }  // namespace paceline::sim

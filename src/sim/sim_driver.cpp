@@ -25,9 +25,10 @@ void write_file(const fs::path& path, const std::string& text) {
 
 // The replay and the engine share one virtual clock; the scheduler reads it, run_virtual moves it.
 struct SimEngine {
-  SimEngine(const SimRunConfig& config, const CostModel& cost)
+  SimEngine(const SimRunConfig& config, const CostModel& cost, const StepNoise& noise)
       : scheduler(config.scheduler, clock),
-        executor(cost, KvCacheShape{config.scheduler.num_kv_blocks, config.scheduler.block_size}),
+        executor(cost, KvCacheShape{config.scheduler.num_kv_blocks, config.scheduler.block_size},
+                 0, noise, &clock),
         transport(scheduler, executor, clock, config.prompt) {}
 
   VirtualClock clock;
@@ -55,9 +56,32 @@ SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& 
   return t;
 }
 
+namespace {
+
+StepNoise make_step_noise(const SimRunConfig& config, const CostModel& cost) {
+  if (config.step_noise == StepNoiseMode::kNone) return {};
+  StepNoise noise(cost, config.step_noise_seed);
+  if (!noise.active() && config.step_noise == StepNoiseMode::kReplay) {
+    fail("--step-noise replay: the profile ({}) has no steps in time order to replay (fit one "
+         "to a server's step log: paceline profile --from-step-log)",
+         cost.describe());
+  }
+  return noise;
+}
+
+}  // namespace
+
 SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost) {
-  SimEngine engine(config, cost);
+  const StepNoise noise = make_step_noise(config, cost);
+  SimEngine engine(config, cost, noise);
   SimRun run;
+  if (noise.active()) {
+    run.step_noise = StepNoiseMode::kReplay;
+    run.step_noise_steps[0] = static_cast<int64_t>(noise.size(ForwardKind::kPrefill));
+    run.step_noise_steps[1] = static_cast<int64_t>(noise.size(ForwardKind::kDecode));
+    run.step_noise_steps[2] = static_cast<int64_t>(noise.size(ForwardKind::kMixed));
+    run.step_noise_offset_s = noise.offset_us() / 1e6;
+  }
   if (traces.open_loop) {
     bench::ArrivalReplayer replayer(traces.records, config.arrival, engine.transport);
     bench::run_virtual(replayer, engine.transport, engine.clock);
@@ -102,6 +126,13 @@ nlohmann::json sim_engine_json(const SimRun& run) {
       {"prefill_busy_s", static_cast<double>(x.prefill_busy_ns) / 1e9},
       {"decode_busy_s", static_cast<double>(x.decode_busy_ns) / 1e9},
       {"mixed_busy_s", static_cast<double>(x.mixed_busy_ns) / 1e9},
+      {"step_noise",
+       {{"mode", step_noise_mode_name(run.step_noise)},
+        {"logged_steps", {{"prefill", run.step_noise_steps[0]},
+                          {"decode", run.step_noise_steps[1]},
+                          {"mixed", run.step_noise_steps[2]}}},
+        {"offset_s", run.step_noise_offset_s},
+        {"added_s", static_cast<double>(x.noise_ns) / 1e9}}},
       {"num_kv_blocks", e.num_kv_blocks},
       {"prompt_tokens", e.prompt_tokens},
       {"prefill_tokens", e.prefill_tokens},

@@ -21,6 +21,7 @@
 #include "sched/scheduler.h"
 #include "sim/cost_model.h"
 #include "sim/sim_executor.h"
+#include "sim/step_noise.h"
 
 namespace paceline::sim {
 
@@ -44,6 +45,10 @@ struct SimRunConfig {
   bench::ArrivalReplayConfig arrival;  // open loop
   bench::TokenPromptConfig prompt;
   bench::SummaryOptions summary;
+  // Step-time variation (step_noise.h): auto replays a step-log profile's series, none keeps the
+  // cost model's means. The seed picks where on the record's clock the replay starts.
+  StepNoiseMode step_noise = StepNoiseMode::kNone;
+  uint64_t step_noise_seed = 0;
 };
 
 struct SimRun {
@@ -51,12 +56,16 @@ struct SimRun {
   bench::Summary summary;
   SchedulerStats engine;
   SimExecutorStats executor;
+  StepNoiseMode step_noise = StepNoiseMode::kNone;  // as resolved: none or replay
+  int64_t step_noise_steps[3] = {0, 0, 0};  // logged prefill, decode, mixed steps replayed
+  double step_noise_offset_s = 0;            // where on the record's clock the run started
   int64_t end_ns = 0;  // virtual time when the replay finished
   std::optional<int64_t> profiling_start_ns;
   int64_t idle_skipped_ns = 0;
   std::optional<std::string> abort_reason;
 };
 
+// Throws paceline::Error for --step-noise replay with a cost model that has no step-time series.
 SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost);
 
 // The engine's side of the run for the summary: steps, busy time, KV, prefix cache, preemptions

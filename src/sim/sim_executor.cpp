@@ -1,9 +1,13 @@
 #include "sim/sim_executor.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace paceline::sim {
 
-SimExecutor::SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token)
-    : cost_(cost), kv_shape_(kv_shape), token_(token) {}
+SimExecutor::SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token,
+                         StepNoise noise, const Clock* clock)
+    : cost_(cost), kv_shape_(kv_shape), token_(token), noise_(noise), clock_(clock) {}
 
 StepResult SimExecutor::execute(const StepPlan& plan) {
   StepResult result;
@@ -15,7 +19,13 @@ StepResult SimExecutor::execute(const StepPlan& plan) {
   }
   if (plan.seqs.empty()) return result;
   const StepWork work = step_work(plan);
-  result.step_time_ns = cost_.step_time_ns(work);
+  const int64_t mean_ns = cost_.step_time_ns(work);
+  result.step_time_ns = mean_ns;
+  if (noise_.active() && clock_ != nullptr) {
+    const double f = noise_.factor(plan.kind, clock_->now_ns());
+    result.step_time_ns = std::max<int64_t>(1, std::llround(static_cast<double>(mean_ns) * f));
+    stats_.noise_ns += result.step_time_ns - mean_ns;
+  }
   ++stats_.steps;
   if (cost_.extrapolates(work)) ++stats_.extrapolated_steps;
   stats_.busy_ns += result.step_time_ns;

@@ -3,8 +3,10 @@
 // the step time its cost model predicts. The scheduler cannot tell it from a real executor.
 #include <cstdint>
 
+#include "base/clock.h"
 #include "exec/executor.h"
 #include "sim/cost_model.h"
+#include "sim/step_noise.h"
 
 namespace paceline::sim {
 
@@ -14,13 +16,18 @@ struct SimExecutorStats {
   int64_t busy_ns = 0;  // sum of the predicted step times
   int64_t prefill_busy_ns = 0, decode_busy_ns = 0, mixed_busy_ns = 0;
   int64_t extrapolated_steps = 0;  // predicted beyond the cost model's measured range
+  // busy_ns minus the sum of the cost model's mean predictions: what the step noise added.
+  int64_t noise_ns = 0;
 };
 
 class SimExecutor final : public Executor {
  public:
   // The cost model must outlive the executor. `token`: what every logit row "samples"; requests
   // that should run to max_tokens set ignore_eos (the benchmark always does).
-  SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token = 0);
+  // `noise` scales each predicted time by its factor at the step's start on `clock` (inactive,
+  // or no clock: the predictions as they are).
+  SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token = 0,
+              StepNoise noise = {}, const Clock* clock = nullptr);
 
   StepResult execute(const StepPlan& plan) override;
   KvCacheShape kv_cache_shape() const override { return kv_shape_; }
@@ -30,6 +37,8 @@ class SimExecutor final : public Executor {
   const CostModel& cost_;
   KvCacheShape kv_shape_;
   int32_t token_;
+  StepNoise noise_;
+  const Clock* clock_;
   SimExecutorStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/step_log_profile.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 
@@ -37,12 +38,13 @@ Header parse_header(const nlohmann::json& h, const std::string& where) {
 // A step line as the StepPlan it describes (token values do not matter to the cost model).
 ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::string& where) {
   StepPlan plan;
-  double execute_us = 0, host_us = 0;
+  double execute_us = 0, host_us = 0, t_us = 0;
   try {
     const std::string kind = j.at("kind").get<std::string>();
     const std::optional<ForwardKind> k = forward_kind_from_name(kind);
     if (!k) fail("{}: unknown kind '{}'", where, kind);
     plan.kind = *k;
+    t_us = j.at("t_us").get<double>();
     execute_us = j.at("execute_us").get<double>();
     host_us = j.at("host_us").get<double>();
     plan.padded_batch_size = j.at("padded_batch").get<int32_t>();
@@ -64,9 +66,11 @@ ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::
   if (!(execute_us > 0) || !(host_us >= 0)) {
     fail("{}: execute_us must be positive and host_us non-negative", where);
   }
+  if (!(t_us >= 0)) fail("{}: t_us must be non-negative", where);
   const StepWork w = step_work(plan);
   ProfilePoint p = work_point(w, execute_us + host_us);
   p.padding_rows = graph_padding ? w.padding_rows : 0;
+  p.t_us = t_us;
   return p;
 }
 
@@ -77,7 +81,10 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
   if (paths.empty()) fail("--from-step-log: no file given");
   ProfileTable table;
   std::optional<Header> first;
+  // The logs laid end to end on one clock: each starts where the one before ended.
+  double log_end_us = 0;
   for (const std::string& path : paths) {
+    std::optional<double> shift;  // added to this log's clock
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("{}: cannot open", path);
     std::string line;
@@ -110,7 +117,14 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
         continue;
       }
       if (!header) fail("{}: a step before the header line", where);
-      table.points.push_back(parse_step(j, header->device == "cuda", where));
+      ProfilePoint point = parse_step(j, header->device == "cuda", where);
+      if (!shift) shift = log_end_us - point.t_us;
+      point.t_us += *shift;
+      if (!table.points.empty() && point.t_us < table.points.back().t_us) {
+        fail("{}: t_us goes back in time", where);
+      }
+      log_end_us = std::max(log_end_us, point.t_us + point.time_us);
+      table.points.push_back(point);
     }
     if (!header) fail("{}: no header line (not a `paceline serve --step-log` file?)", path);
   }
@@ -124,6 +138,7 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
   table.graph_padding = first->device == "cuda";
   table.repeats = 1;
   table.points_per_knot = 8;
+  table.time_ordered = true;  // the steps in the order each log has them, the logs one after another
   table.notes = {fmt::format(
       "fitted by paceline profile --from-step-log to {} steps a server executed: each point is "
       "one engine iteration (Executor::execute plus the loop's scheduling, update and delivery)",

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <utility>
@@ -304,6 +305,25 @@ TEST(ServeStepLog, EveryStepIsLoggedAndAProfileFitsToThem) {
   const json j = json::parse(p);
   EXPECT_EQ(j["type"], "measured");
   EXPECT_EQ(j["points"].size(), 18u);
+  // The steps keep their start times: their scatter around the fit is replayed in simulation.
+  EXPECT_EQ(j["time_ordered"], true);
+  EXPECT_NE(out.find("step time over the fit"), std::string::npos) << out;
+  const std::string trace = PACELINE_SOURCE_DIR "/../shared/traces/agentx/trace_0002.json";
+  const std::string sim_dir = log + ".sim";
+  auto [sim_status, sim_out] =
+      run_paceline("sim --model tiny --profile " + profile + " --traces " + trace +
+                   " --isl-scale 0.01 --osl-scale 0.1 --duration 20 --out " + sim_dir);
+  EXPECT_EQ(sim_status, 0) << sim_out;
+  std::ifstream s(sim_dir + "/summary.json");
+  ASSERT_TRUE(s) << sim_out;
+  const json summary = json::parse(s);
+  EXPECT_EQ(summary["simulator"]["engine"]["step_noise"]["mode"], "replay") << summary.dump();
+  auto [none_status, none_out] = run_paceline("sim --model tiny --profile h200 --step-noise replay "
+                                              "--traces " + trace + " --out " + sim_dir);
+  EXPECT_NE(none_status, 0);
+  EXPECT_NE(none_out.find("--step-noise replay: --profile h200 has no steps"), std::string::npos)
+      << none_out;
+  std::filesystem::remove_all(sim_dir);
 
   auto [bad_status, bad_out] = run_paceline("serve --model tiny --step-log /nonexistent-dir/s.jsonl");
   EXPECT_NE(bad_status, 0);

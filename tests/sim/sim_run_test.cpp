@@ -8,7 +8,9 @@
 #include "bench/report_files.h"
 #include "model/config.h"
 #include "sim/sim_driver.h"
+#include "sim/profile_table.h"
 #include "sim/sim_profile.h"
+#include "base/error.h"
 
 namespace paceline::sim {
 namespace {
@@ -92,6 +94,76 @@ TEST(SimRun, UsesTheRealEnginesKvPrefixCacheAndCounters) {
   EXPECT_EQ(run.engine.prefill_steps + run.engine.decode_steps + run.engine.mixed_steps,
             run.executor.steps);
   EXPECT_FALSE(run.engine.delayer);  // interval 0 and no queue limit: no delayer
+}
+
+// A profile fitted to steps the roofline would take, logged on a machine that ran 50% slower for
+// one stretch of 1,500 steps in every four: the kind of drift a shared server shows.
+TableCostModel drifting_profile() {
+  ProfileTable t;
+  t.device = "h200";
+  t.model = "qwen3-8b";
+  t.kv_cache_bytes = h200().profile.kv_cache_bytes;
+  t.kv_element_bytes = 2;
+  t.points_per_knot = 8;
+  t.time_ordered = true;
+  double t_us = 0;
+  for (int64_t i = 0; i < 6000; ++i) {
+    const double drift = (i / 1500) % 4 == 3 ? 1.5 : 1.0;
+    StepWork w;
+    if (i % 20 == 0) {
+      const int64_t cached = (i / 20) % 4 * 8192, tokens = 128 << ((i / 80) % 5);
+      w.kind = ForwardKind::kPrefill;
+      w.num_seqs = 1;
+      w.tokens = tokens;
+      w.logit_rows = 1;
+      w.context = cached + tokens;
+      w.attention = tokens * cached + tokens * (tokens + 1) / 2;
+    } else {
+      w.kind = ForwardKind::kDecode;
+      w.num_seqs = w.tokens = w.logit_rows = 1 + i % 16;
+      w.context = w.attention = w.num_seqs * (2000 + (i * 7919) % 30000);
+    }
+    const double us = static_cast<double>(h200().profile.cost->step_time_ns(w)) / 1000;
+    t.points.push_back(work_point(w, us * drift));
+    t.points.back().t_us = t_us;
+    t_us += t.points.back().time_us;
+  }
+  return TableCostModel(std::move(t));
+}
+
+// Replaying the drift spreads the per-request latencies the way the drifting machine would, keeps
+// the mean step time, and is as deterministic as the rest of the simulator.
+TEST(SimRun, StepNoiseReplaysTheProfilesDrift) {
+  const TableCostModel profile = drifting_profile();
+  SimRunConfig c = config(8, 600, 0);
+  const SimTraces traces = traces_scaled(0.1);
+  const SimRun mean = run_sim(traces, c, profile);
+  c.step_noise = StepNoiseMode::kReplay;
+  c.step_noise_seed = 3;
+  const SimRun noisy = run_sim(traces, c, profile);
+  const SimRun again = run_sim(traces, c, profile);
+  EXPECT_EQ(files_of(noisy), files_of(again));
+  EXPECT_EQ(mean.step_noise, StepNoiseMode::kNone);
+  EXPECT_EQ(noisy.step_noise, StepNoiseMode::kReplay);
+  EXPECT_EQ(sim_engine_json(noisy)["step_noise"]["mode"], "replay");
+  EXPECT_EQ(sim_engine_json(noisy)["step_noise"]["logged_steps"]["prefill"], 300);
+  const auto spread = [](const SimRun& r) { return r.summary.itl_ms.p90 / r.summary.itl_ms.p50; };
+  EXPECT_GT(spread(noisy), spread(mean) + 0.1)
+      << "ITL p50/p90 " << noisy.summary.itl_ms.p50 << "/" << noisy.summary.itl_ms.p90
+      << " without noise " << mean.summary.itl_ms.p50 << "/" << mean.summary.itl_ms.p90;
+  // The fit is the mean step, so the throughput stays where it was.
+  EXPECT_NEAR(noisy.summary.output_tok_s / mean.summary.output_tok_s, 1.0, 0.05);
+  // Another seed starts the replay elsewhere.
+  c.step_noise_seed = 4;
+  EXPECT_NE(files_of(run_sim(traces, c, profile)), files_of(noisy));
+}
+
+TEST(SimRun, StepNoiseReplayNeedsAProfileWithStepsInTimeOrder) {
+  SimRunConfig c = config(1, 60, 0);
+  c.step_noise = StepNoiseMode::kReplay;
+  EXPECT_THROW(run_sim(agentx(), c, *h200().profile.cost), Error);
+  c.step_noise = StepNoiseMode::kAuto;  // auto: nothing to replay, the means
+  EXPECT_EQ(run_sim(agentx(), c, *h200().profile.cost).step_noise, StepNoiseMode::kNone);
 }
 
 struct Pair {

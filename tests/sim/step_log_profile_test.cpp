@@ -115,6 +115,37 @@ TEST_F(StepLogProfile, EachStepIsAPointTimedAsTheWholeIteration) {
   EXPECT_EQ(t.block_size, 16);
   EXPECT_EQ(t.kv_cache_bytes, 100 * 16 * tiny().kv_bytes_per_token(4));
   EXPECT_FALSE(t.graph_padding);
+  EXPECT_TRUE(t.time_ordered);  // the steps as the server ran them: their variation can be replayed
+}
+
+TEST_F(StepLogProfile, SeveralLogsAreLaidEndToEndOnOneClock) {
+  // Each log's clock starts where its server started; in one table the first step is at 0 and
+  // each further log begins where the one before ended, so that the record can be replayed in
+  // time (step_noise.h).
+  const StepPlan d = plan_of(ForwardKind::kDecode, 1, 1, 10);
+  const std::string a = write("a.jsonl", header("cpu", tiny().name) +
+                                             step_log_line(d, {5'000'000, 1'000'000, 0}) +
+                                             step_log_line(d, {9'000'000, 2'000'000, 0}));
+  const std::string b = write("b.jsonl", header("cpu", tiny().name) +
+                                             step_log_line(d, {1'000'000, 1'000'000, 0}) +
+                                             step_log_line(d, {4'000'000, 1'000'000, 0}));
+  const ProfileTable t = profile_from_step_logs({a, b}, tiny());
+  ASSERT_EQ(t.points.size(), 4u);
+  EXPECT_DOUBLE_EQ(t.points[0].t_us, 0);
+  EXPECT_DOUBLE_EQ(t.points[1].t_us, 4'000);
+  EXPECT_DOUBLE_EQ(t.points[2].t_us, 6'000);  // a's last step ended 4 + 2 ms after its first
+  EXPECT_DOUBLE_EQ(t.points[3].t_us, 9'000);
+  // A log whose clock runs backwards is not a record in time.
+  const std::string back = write("back.jsonl", header("cpu", tiny().name) +
+                                                   step_log_line(d, {9'000'000, 1'000'000, 0}) +
+                                                   step_log_line(d, {5'000'000, 1'000'000, 0}));
+  try {
+    profile_from_step_logs({back}, tiny());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("back.jsonl:3: t_us goes back in time"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(StepLogProfile, TheFitRecoversTheCostsAndIgnoresDelayedSteps) {
@@ -174,9 +205,9 @@ TEST_F(StepLogProfile, MalformedLogsNameTheFileAndLine) {
   } cases[] = {
       {ok_step, "bad0.jsonl:1: a step before the header line"},
       {header("cpu", tiny().name) + "{\"step\": 1\n", "bad1.jsonl:2: not JSON"},
-      {header("cpu", tiny().name) + R"({"step": 1, "kind": "sideways", "execute_us": 1, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
+      {header("cpu", tiny().name) + R"({"step": 1, "kind": "sideways", "t_us": 0, "execute_us": 1, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
        "bad2.jsonl:2: unknown kind 'sideways'"},
-      {header("cpu", tiny().name) + R"({"step": 1, "kind": "decode", "execute_us": 0, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
+      {header("cpu", tiny().name) + R"({"step": 1, "kind": "decode", "t_us": 0, "execute_us": 0, "host_us": 0, "padded_batch": 0, "seqs": [[1, 0, 1]]})" "\n",
        "bad3.jsonl:2: execute_us must be positive"},
       {header("cpu", "qwen3-8b") + ok_step, "bad4.jsonl:1: logged with model 'qwen3-8b'"},
       {"", "bad5.jsonl: no header line"},

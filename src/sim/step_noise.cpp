@@ -1,0 +1,83 @@
+#include "sim/step_noise.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "bench/rng.h"
+
+namespace paceline::sim {
+
+namespace {
+
+size_t kind_index(ForwardKind kind) {
+  switch (kind) {
+    case ForwardKind::kPrefill:
+      return 0;
+    case ForwardKind::kDecode:
+      return 1;
+    case ForwardKind::kMixed:
+      return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<StepNoiseMode> step_noise_mode_from_name(std::string_view name) {
+  if (name == "auto") return StepNoiseMode::kAuto;
+  if (name == "none") return StepNoiseMode::kNone;
+  if (name == "replay") return StepNoiseMode::kReplay;
+  return std::nullopt;
+}
+
+const char* step_noise_mode_name(StepNoiseMode mode) {
+  switch (mode) {
+    case StepNoiseMode::kAuto:
+      return "auto";
+    case StepNoiseMode::kNone:
+      return "none";
+    case StepNoiseMode::kReplay:
+      return "replay";
+  }
+  return "none";
+}
+
+StepNoise::StepNoise(const CostModel& cost, uint64_t seed) {
+  double span_us = 0;
+  for (ForwardKind kind : {ForwardKind::kPrefill, ForwardKind::kDecode, ForwardKind::kMixed}) {
+    const StepTimeSeries* s = cost.step_time_series(kind);
+    if (s == nullptr || s->t_us.empty() || s->t_us.size() != s->ratio.size() ||
+        !(s->span_us > 0)) {
+      continue;
+    }
+    series_[kind_index(kind)] = s;
+    span_us = s->span_us;
+  }
+  // A whole number of microseconds in [0, span): the 53 high bits of a 64-bit draw.
+  const double unit = static_cast<double>(bench::mix64(seed) >> 11) * 0x1.0p-53;
+  offset_us_ = std::floor(unit * span_us);
+}
+
+bool StepNoise::active() const {
+  return std::any_of(series_.begin(), series_.end(), [](const auto* s) { return s != nullptr; });
+}
+
+double StepNoise::factor(ForwardKind kind, int64_t now_ns) const {
+  const StepTimeSeries* s = series_[kind_index(kind)];
+  if (s == nullptr) return 1.0;
+  const double at =
+      s->start_us + std::fmod(static_cast<double>(now_ns) / 1000.0 + offset_us_, s->span_us);
+  // The last step of the kind that started at or before `at`; before the first, the record's last
+  // (the record wraps around).
+  const auto it = std::upper_bound(s->t_us.begin(), s->t_us.end(), at);
+  const size_t i = it == s->t_us.begin() ? s->t_us.size() - 1
+                                         : static_cast<size_t>(it - s->t_us.begin()) - 1;
+  return s->ratio[i];
+}
+
+size_t StepNoise::size(ForwardKind kind) const {
+  const StepTimeSeries* s = series_[kind_index(kind)];
+  return s == nullptr ? 0 : s->t_us.size();
+}
+
+}  // namespace paceline::sim
