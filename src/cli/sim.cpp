@@ -40,14 +40,7 @@ SimSetup prepare(const SimOptions& o) {
   s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization);
   const std::optional<sim::StepNoiseMode> noise = sim::step_noise_mode_from_name(o.step_noise);
   if (!noise) fail("--step-noise: '{}' is not one of auto, none, replay", o.step_noise);
-  const bool has_series = sim::StepNoise(*s.profile.cost, 0).active();
-  if (*noise == sim::StepNoiseMode::kReplay && !has_series) {
-    fail("--step-noise replay: --profile {} has no steps in time order to replay (fit a profile "
-         "to a server's step log: paceline profile --from-step-log)",
-         o.profile);
-  }
-  s.step_noise = *noise != sim::StepNoiseMode::kNone && has_series ? sim::StepNoiseMode::kReplay
-                                                                    : sim::StepNoiseMode::kNone;
+  s.step_noise = sim::resolve_step_noise(*noise, *s.profile.cost, o.profile);
   s.kv_cache_bytes = o.kv_cache_memory.empty()
                          ? s.profile.kv_cache_bytes
                          : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");

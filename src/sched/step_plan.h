@@ -1,5 +1,6 @@
 #pragma once
 // What one forward computes: the scheduler's output and the executor's whole input.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -11,6 +12,9 @@
 namespace paceline {
 
 enum class ForwardKind { kPrefill, kDecode, kMixed };
+inline constexpr size_t kNumForwardKinds = 3;
+// 0, 1, 2: for tables with one entry per kind.
+constexpr size_t forward_kind_index(ForwardKind kind) { return static_cast<size_t>(kind); }
 
 // "prefill", "decode", "mixed": the names logs, profiles and metrics use.
 const char* forward_kind_name(ForwardKind kind);

@@ -355,10 +355,6 @@ const KindFit& fit_for(const TableFit& fits, ForwardKind kind) {
   return fits.prefill;
 }
 
-size_t ratio_index(ForwardKind kind) {
-  return kind == ForwardKind::kPrefill ? 0 : kind == ForwardKind::kDecode ? 1 : 2;
-}
-
 }  // namespace
 
 TableCostModel::TableCostModel(ProfileTable table)
@@ -373,7 +369,7 @@ TableCostModel::TableCostModel(ProfileTable table)
     const double predicted = fit_for(fit_, p.kind).predict_us(
         static_cast<double>(p.tokens + p.padding_rows), static_cast<double>(p.context),
         static_cast<double>(p.attention), static_cast<double>(p.logit_rows + p.padding_rows));
-    StepTimeSeries& s = series_[ratio_index(p.kind)];
+    StepTimeSeries& s = series_[forward_kind_index(p.kind)];
     s.t_us.push_back(p.t_us);
     s.ratio.push_back(p.time_us / std::max(predicted, 1e-3));
     start = std::min(start, p.t_us);
@@ -388,7 +384,7 @@ TableCostModel::TableCostModel(ProfileTable table)
 const StepTimeSeries* TableCostModel::step_time_series(ForwardKind kind) const {
   if (!table_.time_ordered) return nullptr;
   if (kind == ForwardKind::kMixed && fit_.mixed.empty()) kind = ForwardKind::kPrefill;
-  const StepTimeSeries& s = series_[ratio_index(kind)];
+  const StepTimeSeries& s = series_[forward_kind_index(kind)];
   return s.t_us.empty() || !(s.span_us > 0) ? nullptr : &s;
 }
 

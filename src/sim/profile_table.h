@@ -110,7 +110,7 @@ class TableCostModel final : public CostModel {
  private:
   ProfileTable table_;
   TableFit fit_;
-  StepTimeSeries series_[3];  // prefill, decode, mixed
+  StepTimeSeries series_[kNumForwardKinds];
 };
 
 }  // namespace paceline::sim

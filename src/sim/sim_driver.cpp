@@ -56,32 +56,17 @@ SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& 
   return t;
 }
 
-namespace {
-
-StepNoise make_step_noise(const SimRunConfig& config, const CostModel& cost) {
-  if (config.step_noise == StepNoiseMode::kNone) return {};
-  StepNoise noise(cost, config.step_noise_seed);
-  if (!noise.active() && config.step_noise == StepNoiseMode::kReplay) {
-    fail("--step-noise replay: the profile ({}) has no steps in time order to replay (fit one "
-         "to a server's step log: paceline profile --from-step-log)",
-         cost.describe());
-  }
-  return noise;
-}
-
-}  // namespace
-
 SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost) {
-  const StepNoise noise = make_step_noise(config, cost);
-  SimEngine engine(config, cost, noise);
   SimRun run;
-  if (noise.active()) {
-    run.step_noise = StepNoiseMode::kReplay;
-    run.step_noise_steps[0] = static_cast<int64_t>(noise.size(ForwardKind::kPrefill));
-    run.step_noise_steps[1] = static_cast<int64_t>(noise.size(ForwardKind::kDecode));
-    run.step_noise_steps[2] = static_cast<int64_t>(noise.size(ForwardKind::kMixed));
-    run.step_noise_offset_s = noise.offset_us() / 1e6;
+  run.step_noise = resolve_step_noise(config.step_noise, cost, cost.describe());
+  const StepNoise noise = run.step_noise == StepNoiseMode::kReplay
+                              ? StepNoise(cost, config.step_noise_seed)
+                              : StepNoise();
+  SimEngine engine(config, cost, noise);
+  for (ForwardKind kind : {ForwardKind::kPrefill, ForwardKind::kDecode, ForwardKind::kMixed}) {
+    run.step_noise_steps[forward_kind_index(kind)] = static_cast<int64_t>(noise.size(kind));
   }
+  run.step_noise_offset_s = noise.offset_us() / 1e6;
   if (traces.open_loop) {
     bench::ArrivalReplayer replayer(traces.records, config.arrival, engine.transport);
     bench::run_virtual(replayer, engine.transport, engine.clock);

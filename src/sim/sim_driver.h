@@ -57,7 +57,7 @@ struct SimRun {
   SchedulerStats engine;
   SimExecutorStats executor;
   StepNoiseMode step_noise = StepNoiseMode::kNone;  // as resolved: none or replay
-  int64_t step_noise_steps[3] = {0, 0, 0};  // logged prefill, decode, mixed steps replayed
+  int64_t step_noise_steps[kNumForwardKinds] = {};  // logged steps replayed, per kind
   double step_noise_offset_s = 0;            // where on the record's clock the run started
   int64_t end_ns = 0;  // virtual time when the replay finished
   std::optional<int64_t> profiling_start_ns;

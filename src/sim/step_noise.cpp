@@ -3,25 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
 #include "bench/rng.h"
 
 namespace paceline::sim {
-
-namespace {
-
-size_t kind_index(ForwardKind kind) {
-  switch (kind) {
-    case ForwardKind::kPrefill:
-      return 0;
-    case ForwardKind::kDecode:
-      return 1;
-    case ForwardKind::kMixed:
-      return 2;
-  }
-  return 0;
-}
-
-}  // namespace
 
 std::optional<StepNoiseMode> step_noise_mode_from_name(std::string_view name) {
   if (name == "auto") return StepNoiseMode::kAuto;
@@ -42,6 +27,21 @@ const char* step_noise_mode_name(StepNoiseMode mode) {
   return "none";
 }
 
+StepNoiseMode resolve_step_noise(StepNoiseMode mode, const CostModel& cost,
+                                 const std::string& profile) {
+  if (mode == StepNoiseMode::kNone) return mode;
+  bool has_series = false;
+  for (ForwardKind kind : {ForwardKind::kPrefill, ForwardKind::kDecode, ForwardKind::kMixed}) {
+    has_series = has_series || cost.step_time_series(kind) != nullptr;
+  }
+  if (!has_series && mode == StepNoiseMode::kReplay) {
+    fail("--step-noise replay: --profile {} has no steps in time order to replay (fit a profile "
+         "to a server's step log: paceline profile --from-step-log)",
+         profile);
+  }
+  return has_series ? StepNoiseMode::kReplay : StepNoiseMode::kNone;
+}
+
 StepNoise::StepNoise(const CostModel& cost, uint64_t seed) {
   double span_us = 0;
   for (ForwardKind kind : {ForwardKind::kPrefill, ForwardKind::kDecode, ForwardKind::kMixed}) {
@@ -50,7 +50,7 @@ StepNoise::StepNoise(const CostModel& cost, uint64_t seed) {
         !(s->span_us > 0)) {
       continue;
     }
-    series_[kind_index(kind)] = s;
+    series_[forward_kind_index(kind)] = s;
     span_us = s->span_us;
   }
   // A whole number of microseconds in [0, span): the 53 high bits of a 64-bit draw.
@@ -63,7 +63,7 @@ bool StepNoise::active() const {
 }
 
 double StepNoise::factor(ForwardKind kind, int64_t now_ns) const {
-  const StepTimeSeries* s = series_[kind_index(kind)];
+  const StepTimeSeries* s = series_[forward_kind_index(kind)];
   if (s == nullptr) return 1.0;
   const double at =
       s->start_us + std::fmod(static_cast<double>(now_ns) / 1000.0 + offset_us_, s->span_us);
@@ -76,7 +76,7 @@ double StepNoise::factor(ForwardKind kind, int64_t now_ns) const {
 }
 
 size_t StepNoise::size(ForwardKind kind) const {
-  const StepTimeSeries* s = series_[kind_index(kind)];
+  const StepTimeSeries* s = series_[forward_kind_index(kind)];
   return s == nullptr ? 0 : s->t_us.size();
 }
 

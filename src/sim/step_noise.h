@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "sched/step_plan.h"
@@ -29,6 +30,11 @@ enum class StepNoiseMode {
 std::optional<StepNoiseMode> step_noise_mode_from_name(std::string_view name);
 const char* step_noise_mode_name(StepNoiseMode mode);
 
+// What a run with this cost model does: kReplay or kNone (auto: replay when the model has a
+// step-time series). kReplay without a series throws paceline::Error naming `profile`.
+StepNoiseMode resolve_step_noise(StepNoiseMode mode, const CostModel& cost,
+                                 const std::string& profile);
+
 class StepNoise {
  public:
   StepNoise() = default;  // inactive: every factor is 1
@@ -44,7 +50,7 @@ class StepNoise {
   double offset_us() const { return offset_us_; }
 
  private:
-  std::array<const StepTimeSeries*, 3> series_{};
+  std::array<const StepTimeSeries*, kNumForwardKinds> series_{};
   double offset_us_ = 0;
 };
 
