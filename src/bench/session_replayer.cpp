@@ -141,16 +141,27 @@ void SessionReplayer::send_warmup(Lane& lane, int64_t scheduled_ns, int64_t now_
     spec.isl = session.block_size;
   }
   spec.osl = 1;
+  const bool primer = spec.turn >= 0 && !lane.plan.streams[0].turns.empty();
   send(std::move(spec), lane, Sent{lane.index, lane.play, -1, 0}, scheduled_ns, now_ns);
+  // The primer's blocks are for the start turn, sent once every lane has warmed up.
+  if (primer) transport_.announce(turn_spec(lane, 0, 0), Transport::kUnscheduled);
 }
 
 void SessionReplayer::send_turn(Lane& lane, int stream, int pos, int64_t scheduled_ns,
                                 int64_t now_ns) {
-  const PlannedStream& planned = lane.plan.streams[stream];
-  const AgentxRequest& request = *planned.turns[pos].request;
   StreamRun& run = lane.streams[stream];
   run.armed = false;
   ++run.sent;
+  send(turn_spec(lane, stream, pos), lane, Sent{lane.index, lane.play, stream, pos}, scheduled_ns,
+       now_ns);
+  if (pos + 1 < static_cast<int>(lane.plan.streams[stream].turns.size())) {
+    transport_.announce(turn_spec(lane, stream, pos + 1), Transport::kUnscheduled);
+  }
+}
+
+RequestSpec SessionReplayer::turn_spec(const Lane& lane, int stream, int pos) const {
+  const PlannedStream& planned = lane.plan.streams[stream];
+  const AgentxRequest& request = *planned.turns[pos].request;
   RequestSpec spec;
   spec.phase = Phase::kProfiling;
   spec.stream = stream;
@@ -160,17 +171,22 @@ void SessionReplayer::send_turn(Lane& lane, int stream, int pos, int64_t schedul
   spec.isl = request.in;
   spec.osl = std::max<int64_t>(1, request.out);  // a few recorded turns have out = 0
   spec.hash_ids = request.hash_ids;
-  send(std::move(spec), lane, Sent{lane.index, lane.play, stream, pos}, scheduled_ns, now_ns);
+  fill_lane_fields(spec, lane);
+  return spec;
 }
 
-void SessionReplayer::send(RequestSpec spec, Lane& lane, Sent sent, int64_t scheduled_ns,
-                           int64_t now_ns) {
+void SessionReplayer::fill_lane_fields(RequestSpec& spec, const Lane& lane) const {
   spec.lane = lane.index;
   spec.session = lane.session->id;
   spec.hash_scope = lane.session->id;
   spec.play = lane.play;
   spec.block_size = lane.session->block_size;
   spec.marker = lane.marker;
+}
+
+void SessionReplayer::send(RequestSpec spec, Lane& lane, Sent sent, int64_t scheduled_ns,
+                           int64_t now_ns) {
+  fill_lane_fields(spec, lane);
   spec.scheduled_ns = scheduled_ns;
   // What an infinite prefix cache would hold: the leading blocks this play has already sent.
   int64_t reusable = 0;

@@ -114,6 +114,9 @@ class SessionReplayer final : public Replay {
   void begin_play(Lane& lane, size_t session_index, int start_turn);
   void send_warmup(Lane& lane, int64_t scheduled_ns, int64_t now_ns);
   void send_turn(Lane& lane, int stream, int pos, int64_t scheduled_ns, int64_t now_ns);
+  // The request of turn `pos` of a stream, as send() will complete it.
+  RequestSpec turn_spec(const Lane& lane, int stream, int pos) const;
+  void fill_lane_fields(RequestSpec& spec, const Lane& lane) const;
   void send(RequestSpec spec, Lane& lane, Sent sent, int64_t scheduled_ns, int64_t now_ns);
   void on_finished(uint64_t id, int64_t now_ns, bool ok);
   void on_warmup_finished(Lane& lane, int64_t now_ns);

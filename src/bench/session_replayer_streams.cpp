@@ -29,6 +29,7 @@ void SessionReplayer::maybe_arm_next_turn(Lane& lane, int stream, int64_t now_ns
   }
   run.armed = true;
   arm(now_ns + turn.gap_ns, TimerKind::kSendTurn, lane.index, lane.play, stream, run.sent);
+  transport_.announce(turn_spec(lane, stream, run.sent), now_ns + turn.gap_ns);
 }
 
 void SessionReplayer::on_turn_finished(Lane& lane, int stream, int pos, int64_t now_ns) {

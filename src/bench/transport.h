@@ -57,7 +57,15 @@ struct StreamCallbacks {
 
 class Transport {
  public:
+  // announce() for a request whose send time is not known yet (it waits on a turn in flight).
+  static constexpr int64_t kUnscheduled = INT64_MAX / 2;
+
   virtual ~Transport() = default;
+  // The replayer's plan, for a simulator's next-use oracle: the request `spec` describes (its id
+  // is not assigned yet; lane, play, stream and turn name it) will be sent at `at_ns`, or later
+  // than every scheduled one when kUnscheduled. A second announce of the same request replaces
+  // the first. Servers over HTTP ignore it.
+  virtual void announce(const RequestSpec& /*spec*/, int64_t /*at_ns*/) {}
   // Starts the request now; the callbacks may run later, or even before send returns.
   virtual void send(const RequestSpec& spec, StreamCallbacks callbacks) = 0;
   // Abandons a request still in flight (drain timeout, Ctrl-C); no callbacks need follow.

@@ -14,10 +14,23 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
       ->capture_default_str();
   cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
                "reuse KV blocks of shared prompt prefixes (on by default)");
+  cmd.add_option("--kv-policy", o.kv_policy,
+                 "which cached KV block gives way when memory is short: lru, reuse (predicted "
+                 "next use; keeps whole sessions), oracle (paceline sim: Belady's rule on the "
+                 "trace, the yardstick)")
+      ->capture_default_str();
   cmd.add_option("--schedule", o.schedule,
                  "separate: each forward prefill-only or decode-only; mixed: one token budget, "
                  "decodes first")
       ->check(CLI::IsMember({"separate", "mixed"}))
+      ->capture_default_str();
+  cmd.add_option("--schedule-policy", o.schedule_policy,
+                 "admission order: fcfs (arrival order), lpm (when KV is short, the longest "
+                 "cached prefix first)")
+      ->check(CLI::IsMember({"fcfs", "lpm"}))
+      ->capture_default_str();
+  cmd.add_option("--schedule-policy-max-wait-ms", o.schedule_policy_max_wait_ms,
+                 "lpm: a request waiting longer goes next and nobody overtakes it")
       ->capture_default_str();
   cmd.add_option("--long-prefill-token-threshold", o.long_prefill_token_threshold,
                  "most prefill tokens one request computes per forward (0: the budget)")
@@ -58,7 +71,7 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
 }
 
 ResolvedEngineConfig resolve_engine_options(const EngineOptions& o, int64_t model_max_len,
-                                            uint64_t seed) {
+                                            uint64_t seed, bool allow_oracle) {
   ResolvedEngineConfig r;
   SchedulerConfig& c = r.scheduler;
   c.max_model_len = o.max_model_len.value_or(model_max_len);
@@ -66,7 +79,15 @@ ResolvedEngineConfig resolve_engine_options(const EngineOptions& o, int64_t mode
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.enable_prefix_caching = o.enable_prefix_caching;
+  const std::optional<KvPolicy> policy = kv_policy_from_name(o.kv_policy);
+  if (!policy) fail("--kv-policy: '{}' is not one of lru, reuse, oracle", o.kv_policy);
+  if (*policy == KvPolicy::kOracle && !allow_oracle) {
+    fail("--kv-policy oracle needs the trace's future: only `paceline sim` has it");
+  }
+  c.kv_policy = *policy;
   c.schedule = parse_schedule_kind(o.schedule);
+  c.admission = parse_admission_policy(o.schedule_policy);
+  c.lpm_max_wait_ms = o.schedule_policy_max_wait_ms;
   c.long_prefill_token_threshold = o.long_prefill_token_threshold;
   if (!o.cudagraph_capture_sizes.empty()) {
     c.cudagraph_capture_sizes = parse_cudagraph_capture_sizes(o.cudagraph_capture_sizes);

@@ -14,7 +14,10 @@ struct EngineOptions {
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 16384;
   bool enable_prefix_caching = true;
+  std::string kv_policy = "reuse";  // the scheduler library's default is lru (tests rely on it)
   std::string schedule = "separate";
+  std::string schedule_policy = "fcfs";
+  double schedule_policy_max_wait_ms = 30000;
   int64_t long_prefill_token_threshold = 0;
   std::string cudagraph_capture_sizes;  // empty: the default list
   int32_t speculative_tokens = 0;
@@ -31,8 +34,9 @@ struct ResolvedEngineConfig {
 };
 
 // Flags + environment → a validated scheduler config (num_kv_blocks and block_size are filled
-// by the engine from its executor). Throws paceline::Error naming the flag.
+// by the engine from its executor). Throws paceline::Error naming the flag; `--kv-policy oracle`
+// only where `allow_oracle` (the simulator, which has the trace to ask).
 ResolvedEngineConfig resolve_engine_options(const EngineOptions& options, int64_t model_max_len,
-                                            uint64_t seed);
+                                            uint64_t seed, bool allow_oracle = false);
 
 }  // namespace paceline

@@ -46,7 +46,8 @@ SimSetup prepare(const SimOptions& o) {
                          : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
   if (s.kv_cache_bytes <= 0)
     fail("--profile {} names no KV memory: pass --kv-cache-memory", o.profile);
-  s.engine = resolve_engine_options(o.engine, s.model.max_position_embeddings, o.seed);
+  s.engine = resolve_engine_options(o.engine, s.model.max_position_embeddings, o.seed,
+                                    /*allow_oracle=*/true);
   SchedulerConfig& sc = s.engine.scheduler;
   const int64_t block_bytes = s.model.kv_bytes_per_token(s.profile.kv_element_bytes) * o.block_size;
   sc.block_size = o.block_size;
@@ -114,6 +115,9 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"max_num_batched_tokens", sc.max_num_batched_tokens},
       {"schedule", std::string(schedule_kind_name(sc.schedule))},
       {"enable_prefix_caching", sc.enable_prefix_caching},
+      {"kv_policy", kv_policy_name(sc.kv_policy)},
+      {"schedule_policy", std::string(admission_policy_name(sc.admission))},
+      {"schedule_policy_max_wait_ms", sc.lpm_max_wait_ms},
       {"long_prefill_token_threshold", sc.long_prefill_token_threshold},
       {"cudagraph_capture_sizes", o.engine.cudagraph_capture_sizes},
       {"speculative_tokens", sc.speculative.speculative_tokens},

@@ -7,8 +7,18 @@
 
 namespace paceline {
 
-KvManager::KvManager(const KvConfig& config)
-    : config_(config), pool_(config.num_blocks, config.block_size) {}
+KvManager::KvManager(const KvConfig& config, const Clock* clock)
+    : config_(config),
+      clock_(clock),
+      pool_(config.num_blocks, config.block_size, config.policy != KvPolicy::kLru) {}
+
+void KvManager::set_oracle(NextUseOracle* oracle) {
+  oracle_ = oracle;
+  if (!oracle_) return;
+  oracle_->set_listener([this](uint64_t hash) {
+    if (auto block = pool_.find_cached(hash)) pool_.rerank(*block, oracle_->next_use_ns(hash));
+  });
+}
 
 double KvManager::usage() const {
   return static_cast<double>(pool_.num_blocks() - pool_.num_free()) /
@@ -56,6 +66,10 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
   if (!can_allocate(seq, num_tokens, hit)) return false;
   const int64_t fresh = num_new_blocks(seq, num_tokens, hit);
   if (seq.empty()) {
+    if (!hit.blocks.empty() && pool_.is_free(hit.blocks.back())) {
+      // The sequence came back this long after its prefix was last let go: a reuse gap.
+      gaps_.observe(now_ns() - pool_.released_ns(hit.blocks.back()));
+    }
     for (int32_t b : hit.blocks) {
       pool_.acquire(b);
       seq.ids.push_back(b);
@@ -66,8 +80,38 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
       stats_.prefix_hits += hit.num_tokens;
     }
   }
-  for (int64_t i = 0; i < fresh; ++i) seq.ids.push_back(pool_.allocate());
+  for (int64_t i = 0; i < fresh; ++i) seq.ids.push_back(take_fresh_block());
   return true;
+}
+
+int32_t KvManager::take_fresh_block() {
+  const std::optional<int32_t> head = pool_.first_free();
+  if (!head) fail("KV block pool exhausted: no free block");
+  if (!pool_.is_cached(*head) || config_.policy == KvPolicy::kLru) return pool_.allocate(*head);
+  if (config_.policy == KvPolicy::kReuse &&
+      now_ns() - pool_.released_ns(*head) > gaps_.dead_after_ns()) {
+    return pool_.allocate(*head);  // idle far longer than sequences come back: dead
+  }
+  if (config_.policy == KvPolicy::kOracle && !oracle_) {
+    fail("the oracle KV policy needs a next-use oracle (paceline sim only)");
+  }
+  return pool_.allocate(*pool_.highest_ranked_free());
+}
+
+int64_t KvManager::evict_key(int32_t block) const {
+  switch (config_.policy) {
+    case KvPolicy::kLru:
+      return 0;
+    case KvPolicy::kReuse:
+      // One gap for everyone: per-sequence gaps (the last gap each showed) measured no better
+      // in the simulator (docs/kv-tiers.md), so the rule stays: most recently freed first.
+      return now_ns() + gaps_.median_ns().value_or(0);
+    case KvPolicy::kOracle: {
+      const std::optional<uint64_t> hash = pool_.hash_of(block);
+      return hash && oracle_ ? oracle_->next_use_ns(*hash) : NextUseOracle::kNever;
+    }
+  }
+  return 0;
 }
 
 void KvManager::cache_computed_blocks(BlockTable& seq, std::span<const int32_t> tokens,
@@ -79,12 +123,17 @@ void KvManager::cache_computed_blocks(BlockTable& seq, std::span<const int32_t> 
   if (full <= seq.num_published) return;
   extend_block_hashes(seq.hashes, tokens.first(static_cast<size_t>(num_computed_tokens)),
                       config_.block_size, full);
-  for (int64_t i = seq.num_published; i < full; ++i) pool_.publish(seq.ids[i], seq.hashes[i]);
+  for (int64_t i = seq.num_published; i < full; ++i) {
+    pool_.publish(seq.ids[i], seq.hashes[i], static_cast<int32_t>(i));
+  }
   seq.num_published = full;
 }
 
 void KvManager::free(BlockTable& seq) {
-  for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) pool_.release(*it);
+  const int64_t now = now_ns();
+  for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) {
+    pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it) : 0);
+  }
   seq.ids.clear();
   seq.num_published = 0;
 }

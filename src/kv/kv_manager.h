@@ -12,8 +12,10 @@
 #include <span>
 #include <vector>
 
+#include "base/clock.h"
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
+#include "kv/eviction_policy.h"
 
 namespace paceline {
 
@@ -21,6 +23,7 @@ struct KvConfig {
   int64_t num_blocks = 0;
   int64_t block_size = 16;
   bool enable_prefix_caching = true;
+  KvPolicy policy = KvPolicy::kLru;  // which cached block gives way (eviction_policy.h)
 };
 
 // Cached blocks found for a sequence's prefix: not yet taken; allocate_for takes them.
@@ -38,7 +41,13 @@ struct KvStats {
 
 class KvManager {
  public:
-  explicit KvManager(const KvConfig& config);  // throws paceline::Error on a bad config
+  // Throws paceline::Error on a bad config. The clock (release times for the reuse policy) must
+  // outlive the manager; without one every block is freed at time 0.
+  explicit KvManager(const KvConfig& config, const Clock* clock = nullptr);
+
+  // The oracle policy's source of next uses; must outlive the manager. Required by that policy
+  // before the first allocation, ignored by the others.
+  void set_oracle(NextUseOracle* oracle);
 
   const KvConfig& config() const { return config_; }
   int64_t block_size() const { return config_.block_size; }
@@ -75,10 +84,18 @@ class KvManager {
   int64_t blocks_for(int64_t num_tokens) const {
     return (num_tokens + config_.block_size - 1) / config_.block_size;
   }
+  int64_t now_ns() const { return clock_ ? clock_->now_ns() : 0; }
+  // A fresh block, evicting the cached block the policy gives up.
+  int32_t take_fresh_block();
+  // The eviction key of a block about to be freed (higher goes first).
+  int64_t evict_key(int32_t block) const;
 
   KvConfig config_;
+  const Clock* clock_;
   BlockPool pool_;
   KvStats stats_;
+  ReuseGapEstimate gaps_;
+  NextUseOracle* oracle_ = nullptr;
 };
 
 }  // namespace paceline

@@ -65,28 +65,62 @@ void Scheduler::schedule_partial_prefills(Pass& pass) {
 }
 
 // Waiting requests in queue order while a sequence slot, budget and KV blocks for the whole
-// prompt last. The first that does not fit stops admission: nobody overtakes an older request.
+// prompt last. The first that does not fit stops admission: nobody overtakes an older request,
+// except under lpm (admit_by_prefix).
 void Scheduler::admit_waiting(Pass& pass) {
   while (!waiting_.empty() && num_running() < config_.max_num_seqs && pass.budget > 0) {
     Request& r = *waiting_.front();
     const PrefixHit hit = kv_.find_cached_prefix(r.blocks, r.tokens);
-    const int64_t n = prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget);
-    // Blocks for the whole prompt, not just the first chunk: later chunks then never preempt,
-    // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule).
-    if (n == 0 || !kv_.allocate_for(r.blocks, r.num_tokens(), hit)) break;
-    waiting_.pop_front();
-    if (!r.admitted_before()) {
-      r.first_scheduled_ns = clock_.now_ns();
-      r.num_cached_tokens = hit.num_tokens;
-      totals_.prompt_tokens += r.num_prompt_tokens;
+    const Admit result = try_admit(r, hit, pass);
+    if (result == Admit::kNoKv && config_.admission == AdmissionPolicy::kLpm) {
+      admit_by_prefix(pass);
+      return;
     }
-    r.status = RequestStatus::kRunning;
-    r.num_computed_tokens = hit.num_tokens;
-    r.prefill_end = r.num_tokens();
-    running_.push_back(&r);
-    pass.rows.push_back({&r, n, true});
-    pass.budget -= n;
+    if (result != Admit::kAdmitted) return;
+    waiting_.pop_front();
   }
+}
+
+// The queue's head does not fit the KV cache: admit the others longest cached prefix first, each
+// that fits, as long as nobody has waited beyond the bound (then that one must go next).
+void Scheduler::admit_by_prefix(Pass& pass) {
+  const int64_t now = clock_.now_ns();
+  const auto bound_ns = static_cast<int64_t>(config_.lpm_max_wait_ms * 1e6);
+  if (now - waiting_.front()->arrival_ns > bound_ns) return;
+  std::vector<std::pair<Request*, PrefixHit>> order;
+  for (Request* r : waiting_) {
+    if (now - r->arrival_ns > bound_ns) break;  // it stops the line; nobody behind it overtakes
+    PrefixHit hit = kv_.find_cached_prefix(r->blocks, r->tokens);
+    if (hit.num_tokens > 0) order.emplace_back(r, std::move(hit));
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second.num_tokens > b.second.num_tokens;
+  });
+  for (auto& [r, hit] : order) {
+    if (num_running() >= config_.max_num_seqs || pass.budget <= 0) break;
+    if (try_admit(*r, hit, pass) == Admit::kAdmitted) std::erase(waiting_, r);
+  }
+}
+
+// Admits one waiting request with its prefix hit into this pass, if it fits.
+Scheduler::Admit Scheduler::try_admit(Request& r, const PrefixHit& hit, Pass& pass) {
+  const int64_t n = prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget);
+  if (n == 0) return Admit::kNoBudget;
+  // Blocks for the whole prompt, not just the first chunk: later chunks then never preempt,
+  // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule).
+  if (!kv_.allocate_for(r.blocks, r.num_tokens(), hit)) return Admit::kNoKv;
+  if (!r.admitted_before()) {
+    r.first_scheduled_ns = clock_.now_ns();
+    r.num_cached_tokens = hit.num_tokens;
+    totals_.prompt_tokens += r.num_prompt_tokens;
+  }
+  r.status = RequestStatus::kRunning;
+  r.num_computed_tokens = hit.num_tokens;
+  r.prefill_end = r.num_tokens();
+  running_.push_back(&r);
+  pass.rows.push_back({&r, n, true});
+  pass.budget -= n;
+  return Admit::kAdmitted;
 }
 
 // Makes room for num_tokens more of a running request, preempting the newest running requests

@@ -27,7 +27,9 @@ Scheduler::Scheduler(const SchedulerConfig& config, const Clock& clock)
       clock_(clock),
       kv_(KvConfig{.num_blocks = config.num_kv_blocks,
                    .block_size = config.block_size,
-                   .enable_prefix_caching = config.enable_prefix_caching}) {
+                   .enable_prefix_caching = config.enable_prefix_caching,
+                   .policy = config.kv_policy},
+          &clock) {
   cudagraph_sizes_ = config_.cudagraph_capture_sizes;
   if (cudagraph_sizes_.empty()) {
     cudagraph_sizes_ = default_cudagraph_capture_sizes(static_cast<int32_t>(config_.max_num_seqs));

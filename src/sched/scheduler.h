@@ -69,6 +69,8 @@ class Scheduler {
 
   const SchedulerConfig& config() const { return config_; }
   const KvManager& kv() const { return kv_; }
+  // The next-use oracle of --kv-policy oracle (the simulator's); must outlive the scheduler.
+  void set_next_use_oracle(NextUseOracle* oracle) { kv_.set_oracle(oracle); }
   // Null unless the delayer is active; the engine logs its describe() and stats lines.
   PrefillDelayer* delayer() { return delayer_.get(); }
   const std::vector<int32_t>& cudagraph_capture_sizes() const { return cudagraph_sizes_; }
@@ -92,6 +94,9 @@ class Scheduler {
   void schedule_decodes(Pass& pass);
   void schedule_partial_prefills(Pass& pass);
   void admit_waiting(Pass& pass);
+  enum class Admit { kAdmitted, kNoBudget, kNoKv };
+  Admit try_admit(Request& request, const PrefixHit& hit, Pass& pass);
+  void admit_by_prefix(Pass& pass);
   bool reserve(Request& request, int64_t num_tokens, Pass& pass);
   void preempt(Request& victim, Pass& pass);
   int64_t prefill_chunk(int64_t remaining, int64_t budget) const;

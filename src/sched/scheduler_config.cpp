@@ -16,7 +16,20 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
   return kind == ScheduleKind::kMixed ? "mixed" : "separate";
 }
 
+AdmissionPolicy parse_admission_policy(std::string_view name) {
+  if (name == "fcfs") return AdmissionPolicy::kFcfs;
+  if (name == "lpm") return AdmissionPolicy::kLpm;
+  fail("--schedule-policy must be 'fcfs' or 'lpm' (got '{}')", name);
+}
+
+std::string_view admission_policy_name(AdmissionPolicy policy) {
+  return policy == AdmissionPolicy::kLpm ? "lpm" : "fcfs";
+}
+
 void SchedulerConfig::validate() const {
+  if (!(lpm_max_wait_ms >= 0)) {
+    fail("--schedule-policy-max-wait-ms must be 0 or more (got {})", lpm_max_wait_ms);
+  }
   if (max_num_seqs < 1 || max_num_seqs > std::numeric_limits<int32_t>::max()) {
     fail("--max-num-seqs must be at least 1 (got {})", max_num_seqs);
   }

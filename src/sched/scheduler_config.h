@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/eviction_policy.h"
 #include "sched/prefill_delayer.h"
 #include "sched/spec_acceptance.h"
 
@@ -22,6 +23,19 @@ enum class ScheduleKind {
 ScheduleKind parse_schedule_kind(std::string_view name);  // "separate" | "mixed"; else throws
 std::string_view schedule_kind_name(ScheduleKind kind);
 
+// Which waiting request is admitted next.
+enum class AdmissionPolicy {
+  // Arrival order; the first that does not fit stops admission (vLLM). The default.
+  kFcfs,
+  // When the queue's head does not fit in KV memory: the requests with the longest cached prefix
+  // first (SGLang's "lpm"), so that what is resident is used before it is evicted, except that a
+  // request waiting longer than lpm_max_wait_ms goes first and nobody overtakes it.
+  kLpm,
+};
+
+AdmissionPolicy parse_admission_policy(std::string_view name);  // "fcfs" | "lpm"; else throws
+std::string_view admission_policy_name(AdmissionPolicy policy);
+
 struct SchedulerConfig {
   int64_t max_num_seqs = 256;              // --max-num-seqs
   int64_t max_num_batched_tokens = 16384;  // --max-num-batched-tokens: tokens per forward
@@ -29,7 +43,10 @@ struct SchedulerConfig {
   int64_t block_size = 16;                 // --block-size
   int64_t num_kv_blocks = 0;               // what the executor's KV memory holds; required
   bool enable_prefix_caching = true;       // --enable-prefix-caching / --no-enable-prefix-caching
+  KvPolicy kv_policy = KvPolicy::kLru;     // --kv-policy: which cached block gives way
   ScheduleKind schedule = ScheduleKind::kSeparate;  // --schedule
+  AdmissionPolicy admission = AdmissionPolicy::kFcfs;  // --schedule-policy
+  double lpm_max_wait_ms = 30000;                      // --schedule-policy-max-wait-ms
   // Off: a prompt is admitted only when all of it fits the forward's remaining token budget.
   bool enable_chunked_prefill = true;
   // Most prefill tokens one request computes in one forward; 0: only the budget limits it.

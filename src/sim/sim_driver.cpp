@@ -29,12 +29,19 @@ struct SimEngine {
       : scheduler(config.scheduler, clock),
         executor(cost, KvCacheShape{config.scheduler.num_kv_blocks, config.scheduler.block_size},
                  0, noise, &clock),
-        transport(scheduler, executor, clock, config.prompt) {}
+        transport(scheduler, executor, clock, config.prompt),
+        oracle(config.scheduler.block_size, config.prompt) {
+    if (config.scheduler.kv_policy == KvPolicy::kOracle) {
+      scheduler.set_next_use_oracle(&oracle);
+      transport.set_oracle(&oracle);
+    }
+  }
 
   VirtualClock clock;
   Scheduler scheduler;
   SimExecutor executor;
   SimTransport transport;
+  TraceNextUseOracle oracle;
 };
 
 }  // namespace

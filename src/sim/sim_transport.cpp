@@ -14,7 +14,9 @@ SimTransport::SimTransport(Scheduler& scheduler, Executor& executor, const Virtu
 void SimTransport::send(const bench::RequestSpec& spec, bench::StreamCallbacks callbacks) {
   const int64_t now = clock_.now_ns();
   if (streams_.contains(spec.id)) fail("request {} was sent twice", spec.id);
-  streams_.emplace(spec.id, Stream{std::move(callbacks), false});
+  bench::RequestSpec key = spec;
+  key.hash_ids.clear();
+  streams_.emplace(spec.id, Stream{std::move(callbacks), false, std::move(key)});
   RequestParams params;
   params.max_tokens = spec.osl;
   params.min_tokens = spec.osl;
@@ -30,8 +32,19 @@ void SimTransport::send(const bench::RequestSpec& spec, bench::StreamCallbacks c
   if (!step_ && !wake_ns_) wake_ns_ = now;
 }
 
+void SimTransport::announce(const bench::RequestSpec& spec, int64_t at_ns) {
+  if (oracle_) oracle_->announce(spec, at_ns);
+}
+
+void SimTransport::forget(std::map<uint64_t, Stream>::iterator it) {
+  if (oracle_) oracle_->withdraw(it->second.spec);
+  streams_.erase(it);
+}
+
 void SimTransport::cancel(uint64_t request_id) {
-  if (streams_.erase(request_id) == 0) return;
+  auto it = streams_.find(request_id);
+  if (it == streams_.end()) return;
+  forget(it);
   scheduler_.cancel(request_id);  // a row of the step in flight is then ignored by update()
   std::erase_if(refusals_, [&](const Refusal& r) { return r.id == request_id; });
 }
@@ -53,7 +66,7 @@ void SimTransport::advance_to(int64_t now_ns) {
       auto it = streams_.find(r.id);
       if (it == streams_.end()) continue;
       bench::StreamCallbacks cb = std::move(it->second.callbacks);
-      streams_.erase(it);
+      forget(it);
       cb.on_error(r.at_ns, 400, r.text);
       continue;
     }
@@ -102,7 +115,7 @@ void SimTransport::deliver(const RequestOutput& out, int64_t t_ns) {
   }
   if (!out.finished) return;
   bench::StreamCallbacks cb = std::move(s.callbacks);
-  streams_.erase(it);
+  forget(it);
   const bench::Usage usage{out.usage.prompt_tokens, out.usage.completion_tokens,
                            out.usage.cached_tokens};
   cb.on_done(t_ns, usage);

@@ -16,6 +16,7 @@
 #include "bench/virtual_driver.h"
 #include "exec/executor.h"
 #include "sched/scheduler.h"
+#include "sim/trace_oracle.h"
 
 namespace paceline::sim {
 
@@ -31,6 +32,9 @@ class SimTransport final : public bench::VirtualTransport {
   void send(const bench::RequestSpec& spec, bench::StreamCallbacks callbacks) override;
   // Aborts the request in the scheduler, freeing its KV blocks; no callback follows.
   void cancel(uint64_t request_id) override;
+  // Passed on to the next-use oracle, when there is one (--kv-policy oracle).
+  void announce(const bench::RequestSpec& spec, int64_t at_ns) override;
+  void set_oracle(TraceNextUseOracle* oracle) { oracle_ = oracle; }
 
   std::optional<int64_t> next_event_ns() const override;
   void advance_to(int64_t now_ns) override;
@@ -42,6 +46,7 @@ class SimTransport final : public bench::VirtualTransport {
   struct Stream {
     bench::StreamCallbacks callbacks;
     bool first_token_sent = false;
+    bench::RequestSpec spec;  // kept for the oracle's withdraw (hash ids left out)
   };
   struct Step {
     StepPlan plan;
@@ -57,6 +62,7 @@ class SimTransport final : public bench::VirtualTransport {
   void start_step(int64_t now_ns);
   void finish_step();
   void deliver(const RequestOutput& out, int64_t t_ns);
+  void forget(std::map<uint64_t, Stream>::iterator it);
 
   Scheduler& scheduler_;
   Executor& executor_;
@@ -66,6 +72,7 @@ class SimTransport final : public bench::VirtualTransport {
   std::vector<Refusal> refusals_;   // answered at the next advance_to, in send order
   std::optional<Step> step_;        // the forward in flight
   std::optional<int64_t> wake_ns_;  // idle engine: when a send gave it work
+  TraceNextUseOracle* oracle_ = nullptr;
 };
 
 }  // namespace paceline::sim

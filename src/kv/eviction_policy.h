@@ -1,0 +1,60 @@
+#pragma once
+// Which cached block gives way when a fresh one is needed. Blocks that hold no hash go first under
+// every policy (they hold nothing worth keeping); among cached free blocks the policy decides:
+//
+// - lru: the least recently freed first (vLLM, SGLang's default). When agent sessions come back
+//   in a cycle and outnumber memory, the session idle longest is the one that returns next, so
+//   LRU evicts exactly what is needed next: the hit rate collapses (docs/kv-tiers.md).
+// - reuse: each freed block is given a predicted next use, its release time plus the median reuse
+//   gap (how long after a prefix was freed a sequence came back and hit it, over the last 64
+//   hits). The block predicted to be needed last goes first, its deepest block first: the most
+//   recently freed sequence gives way, tail first. A block idle for longer than twice that gap
+//   is taken for dead and goes before all of them. In a cycle of sessions this keeps a stable
+//   set of whole sessions resident instead of a useless tail of every session.
+// - oracle: the offline yardstick, for the simulator only. A NextUseOracle that has read the
+//   trace says when each block is needed next; the block needed furthest in the future goes
+//   first (Belady's rule), blocks needed by nobody first of all.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+namespace paceline {
+
+enum class KvPolicy { kLru, kReuse, kOracle };
+
+std::optional<KvPolicy> kv_policy_from_name(std::string_view name);  // "lru" | "reuse" | "oracle"
+const char* kv_policy_name(KvPolicy policy);
+
+// What the oracle policy asks: when the block cached under `hash` is needed next.
+class NextUseOracle {
+ public:
+  static constexpr int64_t kNever = INT64_MAX;
+  virtual ~NextUseOracle() = default;
+  // The earliest time a request still to come (or waiting) needs this block; kNever for none.
+  virtual int64_t next_use_ns(uint64_t hash) const = 0;
+  // The KV manager asks to hear of every hash whose next use changed, to re-rank its block.
+  virtual void set_listener(std::function<void(uint64_t hash)> on_change) = 0;
+};
+
+// The reuse policy's estimate of how long a freed block waits for its next use.
+class ReuseGapEstimate {
+ public:
+  // A sequence was admitted `gap_ns` after its hit's last block was freed.
+  void observe(int64_t gap_ns);
+  // The median of the last kWindow gaps; nullopt before the first.
+  std::optional<int64_t> median_ns() const;
+  // A cached block idle this long is taken for dead: kDeadFactor medians (never, before the
+  // first gap).
+  int64_t dead_after_ns() const;
+
+  static constexpr int kWindow = 64;
+  static constexpr int64_t kDeadFactor = 2;
+
+ private:
+  int64_t gaps_[kWindow] = {};
+  int count_ = 0;
+  int next_ = 0;
+};
+
+}  // namespace paceline

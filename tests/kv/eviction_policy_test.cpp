@@ -1,0 +1,171 @@
+// Which cached block gives way: the LRU baseline, the reuse policy (predicted next use, dead
+// blocks first) and the oracle (Belady's rule on a next-use table).
+#include "kv/eviction_policy.h"
+
+#include <numeric>
+#include <unordered_map>
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "kv/kv_manager.h"
+
+namespace paceline {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+std::vector<int32_t> tokens_from(int32_t first, int n) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+// A "session" of `blocks` full blocks of 4 tokens plus one token (its last block is never a hit).
+struct Session {
+  std::vector<int32_t> tokens;
+  BlockTable table;
+};
+
+Session session(int32_t first, int blocks) { return {tokens_from(first, blocks * 4 + 1), {}}; }
+
+int64_t run_turn(KvManager& kv, Session& s) {
+  PrefixHit hit = kv.find_cached_prefix(s.table, s.tokens);
+  EXPECT_TRUE(kv.allocate_for(s.table, static_cast<int64_t>(s.tokens.size()), hit));
+  kv.cache_computed_blocks(s.table, s.tokens, static_cast<int64_t>(s.tokens.size()));
+  kv.free(s.table);
+  return hit.num_tokens;
+}
+
+int64_t probe(KvManager& kv, const Session& s) {
+  BlockTable t;
+  return kv.find_cached_prefix(t, s.tokens).num_tokens;
+}
+
+TEST(KvPolicyNames, RoundTrip) {
+  for (KvPolicy p : {KvPolicy::kLru, KvPolicy::kReuse, KvPolicy::kOracle}) {
+    EXPECT_EQ(kv_policy_from_name(kv_policy_name(p)), p);
+  }
+  EXPECT_FALSE(kv_policy_from_name("mru").has_value());
+}
+
+TEST(ReuseGapEstimate, IsTheMedianOfRecentGapsAndNeverDeadBeforeTheFirst) {
+  ReuseGapEstimate g;
+  EXPECT_FALSE(g.median_ns().has_value());
+  EXPECT_EQ(g.dead_after_ns(), INT64_MAX);
+  for (int64_t s : {5, 1, 3}) g.observe(s * kSecond);
+  EXPECT_EQ(g.median_ns(), 3 * kSecond);
+  EXPECT_EQ(g.dead_after_ns(), 3 * kSecond * ReuseGapEstimate::kDeadFactor);
+  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) g.observe(7 * kSecond);
+  EXPECT_EQ(g.median_ns(), 7 * kSecond);  // old gaps leave the window
+}
+
+// Sessions A, B, C of 4 blocks each in a pool of 12 blocks (plus 1 for the last token of a
+// turn). A was used first, then B, then C; now D needs 4 fresh blocks. LRU gives up A, which in a
+// cycle of sessions is the one that comes back next; reuse gives up C, freed most recently.
+class CycleOfSessions : public ::testing::TestWithParam<KvPolicy> {};
+
+TEST_P(CycleOfSessions, TheNewcomerEvictsWhatThePolicyChooses) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 13, .block_size = 4, .policy = GetParam()}, &clock);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4), d = session(400, 4);
+  // A first visit of A and a return after 1 s: the reuse policy learns a gap.
+  run_turn(kv, a);
+  clock.advance_ns(kSecond);
+  ASSERT_EQ(run_turn(kv, a), 16);
+  clock.advance_ns(kSecond / 2);
+  run_turn(kv, b);
+  clock.advance_ns(kSecond / 2);
+  run_turn(kv, c);
+  clock.advance_ns(kSecond / 2);  // A idle 1.5 s: not yet taken for dead (2 x 1 s)
+  run_turn(kv, d);
+  if (GetParam() == KvPolicy::kLru) {
+    EXPECT_EQ(probe(kv, a), 0);
+    EXPECT_EQ(probe(kv, c), 16);
+  } else {
+    EXPECT_EQ(probe(kv, a), 16);
+    EXPECT_EQ(probe(kv, b), 16);
+    EXPECT_EQ(probe(kv, c), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LruAndReuse, CycleOfSessions,
+                         ::testing::Values(KvPolicy::kLru, KvPolicy::kReuse),
+                         [](const auto& info) { return std::string(kv_policy_name(info.param)); });
+
+TEST(ReusePolicy, ABlockIdleFarLongerThanTheGapIsTakenForDead) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 13, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4), d = session(400, 4);
+  run_turn(kv, a);  // A is never seen again
+  run_turn(kv, b);
+  clock.advance_ns(kSecond);
+  ASSERT_EQ(run_turn(kv, b), 16);  // gaps of 1 s
+  clock.advance_ns(kSecond);
+  run_turn(kv, c);
+  clock.advance_ns(kSecond);
+  ASSERT_EQ(run_turn(kv, c), 16);
+  // A has been idle 3 s > 2 x 1 s: it goes first although C was freed most recently.
+  run_turn(kv, d);
+  EXPECT_EQ(probe(kv, a), 0);
+  EXPECT_EQ(probe(kv, b), 16);
+  EXPECT_EQ(probe(kv, c), 16);
+}
+
+TEST(ReusePolicy, ASessionGivesWayTailFirst) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 10, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 8), b = session(200, 2);
+  run_turn(kv, a);  // 8 cached blocks + 2 unhashed, all free
+  run_turn(kv, b);  // takes the 2 unhashed blocks, then one of A's: A's deepest
+  EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+class TableOracle final : public NextUseOracle {
+ public:
+  int64_t next_use_ns(uint64_t hash) const override {
+    auto it = next.find(hash);
+    return it == next.end() ? kNever : it->second;
+  }
+  void set_listener(std::function<void(uint64_t)> cb) override { listener = std::move(cb); }
+  void set(uint64_t hash, int64_t t) {
+    next[hash] = t;
+    if (listener) listener(hash);
+  }
+  std::unordered_map<uint64_t, int64_t> next;
+  std::function<void(uint64_t)> listener;
+};
+
+TEST(OraclePolicy, EvictsTheBlockNeededFurthestAheadAndFollowsNewAnnouncements) {
+  VirtualClock clock;
+  TableOracle oracle;
+  KvManager kv({.num_blocks = 9, .block_size = 4, .policy = KvPolicy::kOracle}, &clock);
+  kv.set_oracle(&oracle);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4);
+  run_turn(kv, a);
+  run_turn(kv, b);
+  for (uint64_t h : a.table.hashes) oracle.set(h, 10 * kSecond);
+  for (uint64_t h : b.table.hashes) oracle.set(h, 5 * kSecond);
+  run_turn(kv, c);  // A is needed later than B: A goes
+  EXPECT_EQ(probe(kv, a), 0);
+  EXPECT_EQ(probe(kv, b), 16);
+  // Now C is announced soon and B never: the next newcomer takes B's blocks.
+  for (uint64_t h : c.table.hashes) oracle.set(h, 1 * kSecond);
+  for (uint64_t h : b.table.hashes) oracle.set(h, NextUseOracle::kNever);
+  Session d = session(400, 4);
+  run_turn(kv, d);
+  EXPECT_EQ(probe(kv, b), 0);
+  EXPECT_EQ(probe(kv, c), 16);
+}
+
+TEST(OraclePolicy, RefusesToRunWithoutAnOracle) {
+  KvManager kv({.num_blocks = 5, .block_size = 4, .policy = KvPolicy::kOracle});
+  Session a = session(100, 4), b = session(200, 4);
+  run_turn(kv, a);
+  PrefixHit none;
+  EXPECT_THROW((void)kv.allocate_for(b.table, 17, none), Error);
+}
+
+}  // namespace
+}  // namespace paceline
