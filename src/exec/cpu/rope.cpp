@@ -58,8 +58,7 @@ void apply_yarn(const RopeScaling& s, int64_t head_dim, double theta, std::vecto
   const auto factor_f = static_cast<float>(s.factor);
   const float one = 1.0f;
   for (size_t i = 0; i < inv_freq.size(); ++i) {
-    // inv_freq holds 1 / theta^(2i/d); HF keeps theta^(2i/d) ("pos_freqs") and divides, which
-    // rope_inv_freq recomputes below from the same float32 power.
+    // HF's pos_freqs = theta^(2i/d) in float32, then both reciprocals from it.
     const float exponent = static_cast<float>(2 * static_cast<int64_t>(i)) /
                            static_cast<float>(head_dim);
     const float pos_freq = std::pow(static_cast<float>(theta), exponent);
