@@ -2,6 +2,7 @@
 // range, and an error names the file and the field, so a bad config never reaches a kernel.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -82,6 +83,16 @@ class Fields {
     return d;
   }
 
+  // A finite number >= 0, or nullopt when absent.
+  std::optional<double> non_negative(const char* field) const {
+    const json* value = find(field);
+    if (!value) return std::nullopt;
+    if (!value->is_number()) bad(field, "a number", *value);
+    double d = value->get<double>();
+    if (!std::isfinite(d) || d < 0) bad(field, "a number >= 0", *value);
+    return d;
+  }
+
   bool boolean(const char* field, bool fallback) const {
     const json* value = find(field);
     if (!value) return fallback;
@@ -124,19 +135,8 @@ ModelArch parse_arch(const Fields& f) {
   fail("{}: neither model_type nor architectures says which model this is", f.where());
 }
 
-// One RoPE description, in either the legacy rope_scaling object or transformers 5.x's
-// rope_parameters. Returns the scaling (none for "default") and, in `theta`, the object's
-// rope_theta when it has one.
-std::optional<RopeScaling> parse_rope(const Fields& f, double* theta) {
-  if (f.find("rope_theta")) *theta = f.positive("rope_theta", *theta);
-  std::string type = f.string("rope_type").value_or(f.string("type").value_or("default"));
-  if (type == "default") return std::nullopt;
-  if (type != "llama3") {
-    fail(
-        "{}: field '{}rope_type' is '{}', which paceline does not support (supported: default, "
-        "llama3)",
-        f.where(), f.prefix(), type);
-  }
+// The llama3 fields of a rope object.
+RopeScaling parse_llama3(const Fields& f) {
   if (!f.find("factor")) fail("{}: field '{}factor' is missing", f.where(), f.prefix());
   RopeScaling s;
   s.factor = f.positive("factor", s.factor);
@@ -151,17 +151,100 @@ std::optional<RopeScaling> parse_rope(const Fields& f, double* theta) {
   return s;
 }
 
+// The YaRN fields of a rope object, as transformers' _compute_yarn_parameters reads them.
+// `top` is the whole config (for max_position_embeddings and a top-level
+// original_max_position_embeddings, which transformers also accepts).
+RopeScaling parse_yarn(const Fields& f, const Fields& top, int64_t max_positions) {
+  RopeScaling s;
+  s.type = RopeType::kYarn;
+  // transformers falls back to max_position_embeddings / original when factor is null; a config
+  // that leaves it out is more likely a mistake, so it must be written.
+  if (!f.find("factor")) fail("{}: field '{}factor' is missing", f.where(), f.prefix());
+  s.factor = f.positive("factor", s.factor);
+  if (s.factor < 1.0) {
+    fail("{}: field '{}factor' must be at least 1 (YaRN stretches the context), got {}", f.where(),
+         f.prefix(), s.factor);
+  }
+  std::optional<int64_t> inner;
+  if (f.find("original_max_position_embeddings")) {
+    inner = f.size("original_max_position_embeddings", kMaxPositions, std::nullopt);
+  }
+  std::optional<int64_t> outer;
+  if (top.find("original_max_position_embeddings")) {
+    outer = top.size("original_max_position_embeddings", kMaxPositions, std::nullopt);
+  }
+  if (!inner && !outer) {
+    fail(
+        "{}: field '{}original_max_position_embeddings' is missing (YaRN needs the context length "
+        "the model was trained with, e.g. 32768 for Qwen3)",
+        f.where(), f.prefix());
+  }
+  if (inner && outer && *inner != *outer) {
+    fail(
+        "{}: field '{}original_max_position_embeddings' ({}) contradicts the top-level "
+        "original_max_position_embeddings ({})",
+        f.where(), f.prefix(), *inner, *outer);
+  }
+  s.original_max_position_embeddings = inner ? *inner : *outer;
+  if (s.original_max_position_embeddings > max_positions) {
+    fail(
+        "{}: field '{}original_max_position_embeddings' ({}) must not exceed "
+        "max_position_embeddings ({}): the trained context cannot be longer than the model's",
+        f.where(), f.prefix(), s.original_max_position_embeddings, max_positions);
+  }
+  if (static_cast<double>(s.original_max_position_embeddings) * s.factor >
+      static_cast<double>(kMaxPositions)) {
+    fail("{}: field '{}factor' ({}) times original_max_position_embeddings ({}) exceeds {} positions",
+         f.where(), f.prefix(), s.factor, s.original_max_position_embeddings, kMaxPositions);
+  }
+  s.beta_fast = f.positive("beta_fast", s.beta_fast);
+  s.beta_slow = f.positive("beta_slow", s.beta_slow);
+  if (s.beta_fast < s.beta_slow) {
+    fail("{}: field '{}beta_fast' ({}) must not be less than beta_slow ({})", f.where(), f.prefix(),
+         s.beta_fast, s.beta_slow);
+  }
+  s.truncate = f.boolean("truncate", s.truncate);
+  if (f.find("attention_factor")) s.attention_factor = f.positive("attention_factor", 1.0);
+  s.mscale = f.non_negative("mscale");
+  s.mscale_all_dim = f.non_negative("mscale_all_dim");
+  return s;
+}
+
+// One RoPE description, in either the legacy rope_scaling object or transformers 5.x's
+// rope_parameters. Returns the scaling (none for "default") and, in `theta`, the object's
+// rope_theta when it has one.
+std::optional<RopeScaling> parse_rope(const Fields& f, const Fields& top, int64_t max_positions,
+                                      double* theta) {
+  if (f.find("rope_theta")) *theta = f.positive("rope_theta", *theta);
+  std::optional<std::string> rope_type = f.string("rope_type");
+  std::optional<std::string> legacy_type = f.string("type");
+  if (rope_type && legacy_type && *rope_type != *legacy_type) {
+    fail("{}: field '{}rope_type' ('{}') contradicts field '{}type' ('{}')", f.where(), f.prefix(),
+         *rope_type, f.prefix(), *legacy_type);
+  }
+  std::string type = rope_type.value_or(legacy_type.value_or("default"));
+  if (type == "default") return std::nullopt;
+  if (type == "llama3") return parse_llama3(f);
+  if (type == "yarn") return parse_yarn(f, top, max_positions);
+  fail(
+      "{}: field '{}rope_type' is '{}', which paceline does not support (supported: default, "
+      "llama3, yarn)",
+      f.where(), f.prefix(), type);
+}
+
 void parse_rope_fields(const Fields& f, ModelConfig& c) {
   c.rope_theta = f.positive("rope_theta", c.rope_theta);
   if (const json* params = f.find("rope_parameters")) {  // transformers >= 5 replaces the others
     if (!params->is_object()) f.bad("rope_parameters", "an object", *params);
-    c.rope_scaling = parse_rope(Fields(*params, f.where(), "rope_parameters."), &c.rope_theta);
+    c.rope_scaling = parse_rope(Fields(*params, f.where(), "rope_parameters."), f,
+                                c.max_position_embeddings, &c.rope_theta);
     return;
   }
   if (const json* scaling = f.find("rope_scaling")) {
     if (!scaling->is_object()) f.bad("rope_scaling", "an object or null", *scaling);
     double ignored_theta = c.rope_theta;
-    c.rope_scaling = parse_rope(Fields(*scaling, f.where(), "rope_scaling."), &ignored_theta);
+    c.rope_scaling = parse_rope(Fields(*scaling, f.where(), "rope_scaling."), f,
+                                c.max_position_embeddings, &ignored_theta);
   }
 }
 
@@ -250,6 +333,15 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
       f.size("max_position_embeddings", kMaxPositions, c.arch == ModelArch::kQwen3 ? 32768 : 2048);
   c.rms_norm_eps = f.positive("rms_norm_eps", c.rms_norm_eps);
   parse_rope_fields(f, c);
+  if (c.rope_scaling && c.rope_scaling->type == RopeType::kYarn) {
+    // The engine's context: YaRN's stretched length when it is longer than the file's
+    // max_position_embeddings (Qwen3: 40960 in the file, 32768 x 4 = 131072 with YaRN), as vLLM
+    // derives max_model_len. The rope itself never reads max_position_embeddings.
+    auto stretched = static_cast<int64_t>(
+        static_cast<double>(c.rope_scaling->original_max_position_embeddings) *
+        c.rope_scaling->factor);
+    c.max_position_embeddings = std::max(c.max_position_embeddings, stretched);
+  }
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
   c.eos_token_ids = parse_token_ids(f, "eos_token_id", c.vocab_size);
   std::vector<int64_t> bos = parse_token_ids(f, "bos_token_id", c.vocab_size);

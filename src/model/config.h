@@ -11,12 +11,37 @@ namespace paceline {
 enum class ModelArch { kQwen3, kLlama };
 const char* model_arch_name(ModelArch arch);  // "qwen3", "llama": config.json's model_type
 
-// Llama-3.x "llama3" RoPE scaling (rope_type / type == "llama3").
+enum class RopeType { kLlama3, kYarn };
+
+// RoPE scaling, as config.json's rope_scaling (or transformers 5.x's rope_parameters) gives it:
+// Llama-3.x "llama3" or YaRN ("yarn", Qwen3's long-context setting). The fields each type does
+// not read keep their defaults.
 struct RopeScaling {
+  RopeScaling() = default;
+  // llama3 scaling.
+  RopeScaling(double factor_, double low_freq_factor_, double high_freq_factor_,
+              int64_t original_max_position_embeddings_)
+      : factor(factor_),
+        low_freq_factor(low_freq_factor_),
+        high_freq_factor(high_freq_factor_),
+        original_max_position_embeddings(original_max_position_embeddings_) {}
+
   double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
   int64_t original_max_position_embeddings = 8192;
+  RopeType type = RopeType::kLlama3;
+  // YaRN. Frequencies whose wavelength fits beta_fast times in the original context are kept,
+  // those fitting fewer than beta_slow times are divided by factor, a linear ramp in between.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;  // round the ramp's ends to whole dimensions (floor / ceil)
+  // cos and sin are multiplied by the attention factor: attention_factor when set, else
+  // mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are set and non-zero,
+  // else 0.1 ln(factor) + 1 (rope_attention_factor in exec/cpu/rope.h).
+  std::optional<double> attention_factor;
+  std::optional<double> mscale;
+  std::optional<double> mscale_all_dim;
 };
 
 struct ModelConfig {
@@ -29,6 +54,9 @@ struct ModelConfig {
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;  // hidden_size / num_attention_heads when config.json has none
+  // The longest context the model serves, and the engine's default max_model_len: config.json's
+  // max_position_embeddings, or with YaRN original_max_position_embeddings x factor when that
+  // is longer (as vLLM derives it): 131,072 for Qwen3 with factor 4 over 32,768.
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;

@@ -1,8 +1,9 @@
 // The proof: CpuModel against Hugging Face Transformers 5.17 (float32, eager attention) on the
 // tiny random Qwen3 and Llama checkpoints of tests/fixtures/models (made by
-// tools/fixtures/make_fixtures.py). Logits within 1e-3 whether the prompts run as one ragged
-// batch or as chunked prefills through shuffled blocks, and the exact greedy continuations from
-// batched decode steps.
+// tools/fixtures/make_fixtures.py) and the Qwen3 YaRN one (tools/fixtures/make_yarn_fixture.py,
+// prompts to 256 tokens over an original context of 64). Logits within 1e-3 whether the prompts
+// run as one ragged batch or as chunked prefills through shuffled blocks, and the exact greedy
+// continuations from batched decode steps.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -210,7 +211,8 @@ TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfParity,
-                         ::testing::Values("qwen3-tiny-random", "llama-tiny-random"),
+                         ::testing::Values("qwen3-tiny-random", "llama-tiny-random",
+                                           "qwen3-yarn-tiny-random"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

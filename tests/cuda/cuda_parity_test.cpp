@@ -1,6 +1,6 @@
 // The CUDA executor against the CPU executor and Hugging Face Transformers: logits within 1e-2
-// relative error (bf16 weights and KV cache against float32 references) for the tiny Qwen3 and
-// Llama fixtures and a Qwen3-1.7B-shaped dummy model, through one ragged prefill, chunked
+// relative error (bf16 weights and KV cache against float32 references) for the tiny Qwen3,
+// Llama and Qwen3-YaRN fixtures and a Qwen3-1.7B-shaped dummy model, through one ragged prefill, chunked
 // prefills over shuffled blocks, decode and speculative-verify steps, eager and replayed from
 // CUDA graphs; and greedy continuations identical to HF's for 32 tokens.
 #include <algorithm>
@@ -239,7 +239,8 @@ TEST_P(CudaParity, GreedyContinuationsMatchHfWithGraphs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaParity,
-                         ::testing::Values("qwen3-tiny-random", "llama-tiny-random"),
+                         ::testing::Values("qwen3-tiny-random", "llama-tiny-random",
+                                           "qwen3-yarn-tiny-random"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

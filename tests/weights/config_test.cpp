@@ -62,6 +62,8 @@ const PublishedShape kShapes[] = {
     {"llama-3.2-1b", ModelArch::kLlama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 5e5, true},
     {"llama-3.1-8b", ModelArch::kLlama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 5e5, false},
     {"qwen3-tiny", ModelArch::kQwen3, 128, 384, 4, 4, 2, 32, 151936, 40960, 1e6, true},
+    // Qwen3-8B with the model card's YaRN (factor 4 over 32768): 131072 positions.
+    {"qwen3-8b-yarn", ModelArch::kQwen3, 4096, 12288, 36, 32, 8, 128, 151936, 131072, 1e6, false},
 };
 
 TEST(ShippedConfigs, CarryThePublishedShapes) {
@@ -124,6 +126,7 @@ const PublishedCount kCounts[] = {
     {"qwen3-0.6b", 0.6e9, 0.05e9, 0.44e9}, {"qwen3-1.7b", 1.7e9, 0.05e9, 1.4e9},
     {"qwen3-4b", 4.0e9, 0.05e9, 3.6e9},    {"qwen3-8b", 8.2e9, 0.05e9, 6.95e9},
     {"qwen3-14b", 14.8e9, 0.05e9, 13.2e9}, {"qwen3-32b", 32.8e9, 0.05e9, 31.2e9},
+    {"qwen3-8b-yarn", 8.2e9, 0.05e9, 6.95e9},
     {"llama-3.2-1b", 1.24e9, 0.005e9, 0},  {"llama-3.1-8b", 8.03e9, 0.005e9, 0},
 };
 
@@ -196,6 +199,135 @@ TEST(ModelConfig, TransformersFiveRopeParametersParse) {
   EXPECT_FALSE(c.rope_scaling.has_value());
 }
 
+TEST(ModelConfig, Qwen3YarnFromTheModelCardServes131072Tokens) {
+  ModelConfig c = model_config_load("qwen3-8b-yarn");
+  ASSERT_TRUE(c.rope_scaling.has_value());
+  const RopeScaling& s = *c.rope_scaling;
+  EXPECT_EQ(s.type, RopeType::kYarn);
+  EXPECT_EQ(s.factor, 4.0);
+  EXPECT_EQ(s.original_max_position_embeddings, 32768);
+  EXPECT_EQ(s.beta_fast, 32.0);
+  EXPECT_EQ(s.beta_slow, 1.0);
+  EXPECT_TRUE(s.truncate);
+  EXPECT_FALSE(s.attention_factor || s.mscale || s.mscale_all_dim);
+  // The file says 40960; YaRN stretches 32768 by 4, and that longer length is the model's.
+  EXPECT_EQ(shipped_json("qwen3-8b-yarn")["max_position_embeddings"], 40960);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(model_config_load("qwen3-8b").max_position_embeddings, 40960);
+}
+
+TEST(ModelConfig, YarnParsesInEveryLayoutWithItsOptionalFields) {
+  json base = shipped_json("qwen3-8b");
+  json yarn = {{"rope_type", "yarn"},  {"factor", 8.0},     {"original_max_position_embeddings", 4096},
+               {"beta_fast", 16},      {"beta_slow", 2.5},  {"truncate", false},
+               {"mscale", 0.707},      {"mscale_all_dim", 1}, {"attention_factor", 1.5}};
+  auto check = [](const ModelConfig& c) {
+    ASSERT_TRUE(c.rope_scaling.has_value());
+    const RopeScaling& s = *c.rope_scaling;
+    EXPECT_EQ(s.type, RopeType::kYarn);
+    EXPECT_EQ(s.factor, 8.0);
+    EXPECT_EQ(s.original_max_position_embeddings, 4096);
+    EXPECT_EQ(s.beta_fast, 16.0);
+    EXPECT_EQ(s.beta_slow, 2.5);
+    EXPECT_FALSE(s.truncate);
+    EXPECT_EQ(s.mscale, 0.707);
+    EXPECT_EQ(s.mscale_all_dim, 1.0);
+    EXPECT_EQ(s.attention_factor, 1.5);
+    EXPECT_EQ(c.max_position_embeddings, 40960);  // 4096 x 8 = 32768 is shorter than the file's
+  };
+  json legacy = base;
+  legacy["rope_scaling"] = yarn;
+  check(parse(legacy));
+  legacy["rope_scaling"].erase("rope_type");
+  legacy["rope_scaling"]["type"] = "yarn";  // transformers 4.x's older key
+  check(parse(legacy));
+  json five = base;  // transformers 5.x: rope_parameters, theta inside
+  five.erase("rope_scaling");
+  five.erase("rope_theta");
+  five["rope_parameters"] = yarn;
+  five["rope_parameters"]["rope_theta"] = 1e6;
+  check(parse(five));
+  json top = base;  // Phi-3's layout: original_max_position_embeddings beside max_position_embeddings
+  top["rope_scaling"] = yarn;
+  top["rope_scaling"].erase("original_max_position_embeddings");
+  top["original_max_position_embeddings"] = 4096;
+  check(parse(top));
+  top["rope_scaling"]["original_max_position_embeddings"] = 4096;  // both, agreeing
+  check(parse(top));
+}
+
+TEST(ModelConfig, YarnContextIsTheLongerOfTheFileAndTheStretchedLength) {
+  json config = shipped_json("qwen3-8b");
+  config["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 2.5}, {"original_max_position_embeddings", 32768}};
+  EXPECT_EQ(parse(config).max_position_embeddings, 81920);
+  config["rope_scaling"]["factor"] = 1.0;
+  EXPECT_EQ(parse(config).max_position_embeddings, 40960);
+  config["rope_scaling"]["factor"] = 1.1;  // 36044.8: below the file's 40960
+  EXPECT_EQ(parse(config).max_position_embeddings, 40960);
+  config["rope_scaling"]["factor"] = 3.00001;  // 98304.3: whole positions only
+  EXPECT_EQ(parse(config).max_position_embeddings, 98304);
+}
+
+TEST(ModelConfig, BadYarnFieldsAreErrorsNamingTheField) {
+  struct Case {
+    const char* what;
+    json patch;  // merged into qwen3-8b-yarn.json; null values delete fields
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"no factor", {{"rope_scaling", {{"factor", nullptr}}}}, "'rope_scaling.factor' is missing"},
+      {"factor below 1", {{"rope_scaling", {{"factor", 0.5}}}},
+       "'rope_scaling.factor' must be at least 1"},
+      {"factor zero", {{"rope_scaling", {{"factor", 0}}}}, "'rope_scaling.factor' must be a positive"},
+      {"factor as text", {{"rope_scaling", {{"factor", "4"}}}}, "'rope_scaling.factor' must be a number"},
+      {"no original length",
+       {{"rope_scaling", {{"original_max_position_embeddings", nullptr}}}},
+       "'rope_scaling.original_max_position_embeddings' is missing"},
+      {"zero original length",
+       {{"rope_scaling", {{"original_max_position_embeddings", 0}}}},
+       "'rope_scaling.original_max_position_embeddings' must be between 1 and"},
+      {"original longer than the model",
+       {{"rope_scaling", {{"original_max_position_embeddings", 65536}}}},
+       "'rope_scaling.original_max_position_embeddings' (65536) must not exceed "
+       "max_position_embeddings (40960)"},
+      {"original twice, disagreeing",
+       {{"original_max_position_embeddings", 16384}},
+       "'rope_scaling.original_max_position_embeddings' (32768) contradicts the top-level "
+       "original_max_position_embeddings (16384)"},
+      {"stretched beyond 2^30",
+       {{"rope_scaling", {{"factor", 1e6}}}},
+       "'rope_scaling.factor' (1000000) times original_max_position_embeddings (32768) exceeds"},
+      {"beta_fast below beta_slow",
+       {{"rope_scaling", {{"beta_fast", 1}, {"beta_slow", 32}}}},
+       "'rope_scaling.beta_fast' (1) must not be less than beta_slow (32)"},
+      {"negative beta", {{"rope_scaling", {{"beta_slow", -1}}}}, "'rope_scaling.beta_slow' must be"},
+      {"zero attention factor",
+       {{"rope_scaling", {{"attention_factor", 0}}}},
+       "'rope_scaling.attention_factor' must be a positive number"},
+      {"negative mscale", {{"rope_scaling", {{"mscale", -0.5}}}}, "'rope_scaling.mscale' must be"},
+      {"mscale_all_dim as text",
+       {{"rope_scaling", {{"mscale_all_dim", "1"}}}},
+       "'rope_scaling.mscale_all_dim' must be a number"},
+      {"truncate as text", {{"rope_scaling", {{"truncate", "no"}}}}, "'rope_scaling.truncate' must be true"},
+      {"rope_type and type disagree",
+       {{"rope_scaling", {{"type", "llama3"}}}},
+       "'rope_scaling.rope_type' ('yarn') contradicts field 'rope_scaling.type' ('llama3')"},
+      {"rope_parameters without factor",
+       {{"rope_scaling", nullptr},
+        {"rope_parameters", {{"rope_type", "yarn"}, {"original_max_position_embeddings", 32768}}}},
+       "'rope_parameters.factor' is missing"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json config = shipped_json("qwen3-8b-yarn");
+    config.merge_patch(c.patch);
+    std::string message = parse_error(config);
+    EXPECT_NE(message.find("test/config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+}
+
 TEST(ModelConfig, OptionalFieldsTakeTheirDefaults) {
   json config = shipped_json("qwen3-tiny");
   config.erase("num_key_value_heads");
@@ -240,9 +372,12 @@ TEST(ModelConfig, BadFieldsNameTheFileAndTheField) {
       {"eos beyond vocab", {{"eos_token_id", 200000}}, "'eos_token_id'"},
       {"negative eps", {{"rms_norm_eps", -1e-6}}, "'rms_norm_eps'"},
       {"rope theta as text", {{"rope_theta", "big"}}, "'rope_theta' must be a number"},
-      {"yarn scaling",
+      {"yarn without its original length",
        {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}},
-       "'rope_scaling.rope_type' is 'yarn'"},
+       "'rope_scaling.original_max_position_embeddings' is missing"},
+      {"unsupported rope_scaling",
+       {{"rope_scaling", {{"rope_type", "longrope"}, {"factor", 4.0}}}},
+       "'rope_scaling.rope_type' is 'longrope'"},
       {"llama3 without factor",
        {{"rope_scaling", {{"rope_type", "llama3"}}}},
        "'rope_scaling.factor' is missing"},

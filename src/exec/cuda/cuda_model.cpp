@@ -20,7 +20,10 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
     fail("model {}: head_dim {} is not supported by the CUDA kernels (a multiple of 8, <= 256)",
          config.name, s.head_dim);
   }
+  // The CPU reference's frequencies and attention factor (llama3 or YaRN scaling applied), so
+  // both executors rotate by the same float32 numbers.
   std::vector<float> inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling);
+  rope_scale_ = static_cast<float>(rope_attention_factor(config.rope_scaling));
   inv_freq_ = DeviceBuffer(inv_freq.size() * sizeof(float));
   PACELINE_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), inv_freq.data(), inv_freq_.bytes(),
                                  cudaMemcpyHostToDevice));
@@ -75,8 +78,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                   a.qkv.as<float>());
     PACELINE_CUDA_CHECK(launch_qk_norm_rope_store(
         a.qkv.as<float>(), n.rows, shape, c.qk_norm ? w.q_norm.as<float>() : nullptr,
-        c.qk_norm ? w.k_norm.as<float>() : nullptr, eps, inv_freq_.as<float>(), rows, cache,
-        stream_));
+        c.qk_norm ? w.k_norm.as<float>() : nullptr, eps, inv_freq_.as<float>(), rope_scale_, rows,
+        cache, stream_));
     if (n.decode_rows > 0) {
       PACELINE_CUDA_CHECK(launch_attention_decode(
           a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodeSplits, shape, rows, cache,

@@ -54,7 +54,8 @@ class CudaModel {
   cudaStream_t stream_;
   GpuWeights weights_;
   Gemm gemm_;
-  DeviceBuffer inv_freq_;  // f32 [head_dim / 2], with the llama3 scaling applied
+  DeviceBuffer inv_freq_;  // f32 [head_dim / 2], with the llama3 or YaRN scaling applied
+  float rope_scale_ = 1.0f;  // YaRN's attention factor on cos and sin (1 otherwise)
   DeviceBuffer kv_cache_;  // bf16 [layers][K, V][slots][kv_heads][head_dim]
   KvCacheShape kv_shape_;
 };

@@ -44,12 +44,13 @@ cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* 
                             int64_t width, float eps, int rows, bf16* out, cudaStream_t stream);
 
 // Per row of qkv (float32, [rows][q_size + 2 kv_size]): RMSNorm over each q and k head when
-// q_norm is set (Qwen3), RoPE ("rotate half") at the row's position with inv_freq, q rewritten in
-// place, and k and v stored in bf16 at the row's slot of the layer's cache.
+// q_norm is set (Qwen3), RoPE ("rotate half") at the row's position with inv_freq and cos and sin
+// times rope_scale (YaRN's attention factor, else 1), q rewritten in place, and k and v stored in
+// bf16 at the row's slot of the layer's cache.
 cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape,
                                       const float* q_norm, const float* k_norm, float eps,
-                                      const float* inv_freq, RowInputs in, LayerCache cache,
-                                      cudaStream_t stream);
+                                      const float* inv_freq, float rope_scale, RowInputs in,
+                                      LayerCache cache, cudaStream_t stream);
 
 // Decode attention (one query token per row, causal over the row's own context) for the rows
 // listed in `rows`, each spread over num_splits blocks per KV head; a split with no keys exits.

@@ -1,4 +1,5 @@
-// Per row: QK-norm (Qwen3), RoPE at the row's position, and the K/V store by slot mapping.
+// Per row: QK-norm (Qwen3), RoPE at the row's position (cos and sin scaled by YaRN's attention
+// factor), and the K/V store by slot mapping.
 // One warp per head; the head passes through shared memory because RoPE pairs element i with
 // i + head_dim / 2.
 #include "exec/cuda/device_utils.cuh"
@@ -12,7 +13,7 @@ constexpr int kMaxHeadDim = 512;
 
 __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, const float* q_norm,
                                           const float* k_norm, float eps, const float* inv_freq,
-                                          RowInputs in, LayerCache cache) {
+                                          float rope_scale, RowInputs in, LayerCache cache) {
   __shared__ float head_buf[kWarps][kMaxHeadDim];
   const int row = blockIdx.x;
   const int warp = threadIdx.x / 32;
@@ -48,8 +49,9 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
   }
   for (int i = lane; i < half; i += 32) {
     const float angle = inv_freq[i] * pos;  // float32 product, as Hugging Face computes it
-    const float c = cosf(angle);
-    const float s = sinf(angle);
+    // Hugging Face: cos and sin times the attention scaling (YaRN), rounded to float32.
+    const float c = __fmul_rn(cosf(angle), rope_scale);
+    const float s = __fmul_rn(sinf(angle), rope_scale);
     const float x1 = buf[i];
     const float x2 = buf[half + i];
     const float o1 = x1 * c - x2 * s;
@@ -74,14 +76,14 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
 
 cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape,
                                       const float* q_norm, const float* k_norm, float eps,
-                                      const float* inv_freq, RowInputs in, LayerCache cache,
-                                      cudaStream_t stream) {
+                                      const float* inv_freq, float rope_scale, RowInputs in,
+                                      LayerCache cache, cudaStream_t stream) {
   if (shape.head_dim > kMaxHeadDim || shape.head_dim % 2 != 0) return cudaErrorInvalidValue;
   if (rows > 0) {
     const int heads = shape.num_heads + shape.num_kv_heads;
     dim3 grid(rows, (heads + kWarps - 1) / kWarps);
     qk_norm_rope_store_kernel<<<grid, kWarps * 32, 0, stream>>>(qkv, shape, q_norm, k_norm, eps,
-                                                                inv_freq, in, cache);
+                                                                inv_freq, rope_scale, in, cache);
   }
   return cudaGetLastError();
 }
