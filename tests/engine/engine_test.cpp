@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 namespace paceline {
@@ -16,6 +18,10 @@ class FakeExecutor : public Executor {
       : num_blocks_(num_blocks), delay_(delay) {}
   StepResult execute(const StepPlan& plan) override {
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    if (failures_left > 0) {
+      --failures_left;
+      throw std::runtime_error("device lost");
+    }
     StepResult r;
     r.step_id = plan.step_id;
     for (const auto& s : plan.seqs) {
@@ -30,7 +36,12 @@ class FakeExecutor : public Executor {
     r.step_time_ns = 1000;
     return r;
   }
-  KvCacheShape kv_cache_shape() const override { return {num_blocks_, 16}; }
+  ExecutorCapabilities capabilities() const override {
+    ExecutorCapabilities x;
+    x.kv = {num_blocks_, 16};
+    return x;
+  }
+  std::atomic<int> failures_left{0};  // the next steps that throw
 
  private:
   int64_t num_blocks_;
@@ -177,6 +188,34 @@ TEST(Engine, ACallbackThatThrowsDoesNotStopTheEngine) {
   engine.submit({4, 5, 6}, p, collect(c));
   ASSERT_TRUE(wait_done(c));
   EXPECT_EQ(c.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace paceline
+
+namespace paceline {
+namespace {
+
+TEST(Engine, AnExecutorFailureAbortsItsRowsAndTheEngineGoesOn) {
+  SteadyClock clock;
+  auto executor = std::make_unique<FakeExecutor>(64);
+  FakeExecutor* fake = executor.get();
+  fake->failures_left = 1;
+  Engine engine(small_config(), std::move(executor), clock);
+  engine.start();
+  RequestParams p;
+  p.max_tokens = 3;
+  p.ignore_eos = true;
+  Collected failed;
+  engine.submit({1, 2, 3}, p, collect(failed));
+  ASSERT_TRUE(wait_done(failed));
+  EXPECT_EQ(*failed.last->finish_reason, FinishReason::kAbort);
+  // The failed step was retired: the next request is planned and served.
+  Collected next;
+  engine.submit({4, 5, 6}, p, collect(next));
+  ASSERT_TRUE(wait_done(next));
+  EXPECT_EQ(*next.last->finish_reason, FinishReason::kLength);
+  EXPECT_EQ(next.tokens.size(), 3u);
 }
 
 }  // namespace
