@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -216,6 +218,63 @@ TEST(Engine, AnExecutorFailureAbortsItsRowsAndTheEngineGoesOn) {
   ASSERT_TRUE(wait_done(next));
   EXPECT_EQ(*next.last->finish_reason, FinishReason::kLength);
   EXPECT_EQ(next.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace paceline
+
+namespace paceline {
+namespace {
+
+// Holds every forward until the test opens the gate, so the test can act while one runs.
+class GatedExecutor : public Executor {
+ public:
+  StepResult execute(const StepPlan& plan) override {
+    std::unique_lock lock(mu);
+    in_forward = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+    StepResult r;
+    r.step_id = plan.step_id;
+    for (const auto& s : plan.seqs) r.seqs.push_back({s.request_id, {42}});
+    return r;
+  }
+  ExecutorCapabilities capabilities() const override {
+    ExecutorCapabilities x;
+    x.kv = {64, 16};
+    return x;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_forward = false;
+  bool open = false;
+};
+
+TEST(Engine, ACancelDuringTheForwardDropsItsRowAsTheSimulatorDoes) {
+  SteadyClock clock;
+  auto executor = std::make_unique<GatedExecutor>();
+  GatedExecutor* gate = executor.get();
+  Engine engine(small_config(), std::move(executor), clock);
+  engine.start();
+  RequestParams p;
+  p.max_tokens = 5;
+  p.ignore_eos = true;
+  Collected c;
+  const uint64_t id = engine.submit({1, 2, 3}, p, collect(c));
+  {
+    std::unique_lock lock(gate->mu);
+    ASSERT_TRUE(
+        gate->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate->in_forward; }));
+  }
+  engine.cancel(id);  // while its prefill runs
+  {
+    std::lock_guard lock(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  ASSERT_TRUE(wait_done(c));
+  EXPECT_EQ(*c.last->finish_reason, FinishReason::kAbort);
+  EXPECT_TRUE(c.tokens.empty()) << "the token of the forward it was cancelled in was delivered";
 }
 
 }  // namespace
