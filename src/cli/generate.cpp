@@ -46,7 +46,7 @@ int run_generate(const GenerateOptions& o) {
   sched.max_model_len = m.config.max_position_embeddings;
   sched.seed = o.model.seed;
   SteadyClock clock;
-  Engine engine(sched, std::move(m.executor), clock);
+  Engine engine(sched, make_executor(o.model, m, sched), clock);
   engine.start();
 
   RequestParams params;

@@ -97,6 +97,37 @@ KvCacheShape kv_cache_shape_for(const ModelOptions& o, const ModelConfig& config
   return kv;
 }
 
+std::string weight_format(const ModelOptions& o) {
+  if (o.load_format != "auto") return o.load_format;
+  const fs::path dir(o.model);
+  return fs::is_directory(dir) && (fs::exists(dir / "model.safetensors") ||
+                                   fs::exists(dir / "model.safetensors.index.json"))
+             ? "safetensors"
+             : "dummy";
+}
+
+#if PACELINE_HAVE_CUDA
+std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const LoadedModel& m,
+                                             const SchedulerConfig& engine) {
+  if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
+  CudaExecutorOptions co;
+  co.block_size = o.block_size;
+  if (!o.kv_cache_memory.empty()) {
+    co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  }
+  co.gpu_memory_utilization = o.gpu_memory_utilization;
+  co.enforce_eager = o.enforce_eager;
+  co.max_num_batched_tokens = engine.max_num_batched_tokens;
+  co.max_model_len = engine.max_model_len;
+  // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
+  co.cudagraph_sizes =
+      engine.cudagraph_capture_sizes.empty()
+          ? default_cudagraph_capture_sizes(static_cast<int32_t>(engine.max_num_seqs))
+          : engine.cudagraph_capture_sizes;
+  return std::make_unique<CudaExecutor>(m.config, *m.weights, co);
+}
+#endif
+
 }  // namespace
 
 LoadedModel load_model(const ModelOptions& o) {
@@ -118,68 +149,47 @@ LoadedModel load_model(const ModelOptions& o) {
     spdlog::warn("tokenizer has {} tokens, the model's vocabulary {}: ids beyond it are invalid",
                  m.tokenizer->vocab_size(), m.config.vocab_size);
   }
-
   if (o.device == "null") {
-    // Only the KV shape matters to the scheduler; no weights are loaded and no memory is taken.
-    KvCacheShape kv = kv_cache_shape_for(o, m.config);
-    m.executor = std::make_unique<NullExecutor>(kv, m.config.vocab_size, m.config.eos_token_ids);
-    spdlog::info(
-        "model {} on the null executor (no weights, meaningless tokens, zero step time): "
-        "{} KV blocks of {} tokens, loaded in {:.2f} s",
-        m.config.name, kv.num_blocks, kv.block_size, seconds_since(t0));
+    spdlog::info("model {}: no weights for the null executor, loaded in {:.2f} s", m.config.name,
+                 seconds_since(t0));
     return m;
   }
+  const std::string format = weight_format(o);
+  m.weights = format == "safetensors" ? load_safetensors_weights(o.model, m.config)
+                                      : make_dummy_weights(m.config, o.seed);
+  spdlog::info("model {} ({:.1f}M parameters, {} weights), loaded in {:.2f} s", m.config.name,
+               static_cast<double>(m.config.num_parameters()) / 1e6, format, seconds_since(t0));
+  return m;
+}
 
-  std::string format = o.load_format;
-  if (format == "auto") {
-    format = fs::is_directory(o.model) &&
-                     (fs::exists(fs::path(o.model) / "model.safetensors") ||
-                      fs::exists(fs::path(o.model) / "model.safetensors.index.json"))
-                 ? "safetensors"
-                 : "dummy";
-  }
-  if (format == "safetensors") {
-    m.weights = load_safetensors_weights(o.model, m.config);
-  } else {
-    m.weights = make_dummy_weights(m.config, o.seed);
-  }
-
-  if (o.device == "cuda") {
+std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel& m,
+                                        [[maybe_unused]] const SchedulerConfig& engine) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Executor> executor;
+  if (o.device == "null") {
+    // Only the KV shape matters to the scheduler; no memory is taken.
+    executor = std::make_unique<NullExecutor>(kv_cache_shape_for(o, m.config), m.config.vocab_size,
+                                              m.config.eos_token_ids);
+  } else if (o.device == "cuda") {
 #if PACELINE_HAVE_CUDA
-    if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
-    CudaExecutorOptions co;
-    co.block_size = o.block_size;
-    if (!o.kv_cache_memory.empty()) {
-      co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
-    }
-    co.gpu_memory_utilization = o.gpu_memory_utilization;
-    co.enforce_eager = o.enforce_eager;
-    // The scheduler's default sizes (max_num_seqs 256); another padded size the scheduler asks
-    // for is captured on first use.
-    co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
-    m.executor = std::make_unique<CudaExecutor>(m.config, *m.weights, co);
-    KvCacheShape kv = m.executor->kv_cache_shape();
-    spdlog::info(
-        "model {} ({:.1f}M parameters, {} weights) on cuda: {} KV blocks of {} tokens, "
-        "loaded in {:.2f} s",
-        m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format, kv.num_blocks,
-        kv.block_size, seconds_since(t0));
-    return m;
+    executor = make_cuda_executor(o, m, engine);
 #else
     fail(
         "--device cuda: this build has no CUDA executor (nvcc was not found when it was "
         "configured)");
 #endif
+  } else {
+    const int threads =
+        o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+    executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv_cache_shape_for(o, m.config),
+                                             std::max(1, threads));
+    spdlog::info("cpu: {} threads", std::max(1, threads));
   }
-  KvCacheShape kv = kv_cache_shape_for(o, m.config);
-  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  m.executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv, std::max(1, threads));
-  spdlog::info(
-      "model {} ({:.1f}M parameters, {} weights) on cpu: {} KV blocks of {} tokens, "
-      "{} threads, loaded in {:.2f} s",
-      m.config.name, static_cast<double>(m.config.num_parameters()) / 1e6, format, kv.num_blocks,
-      kv.block_size, threads, seconds_since(t0));
-  return m;
+  const ExecutorCapabilities x = executor->capabilities();
+  spdlog::info("{} executor: {} KV blocks of {} tokens ({}), {} decode graphs, built in {:.2f} s",
+               o.device, x.kv.num_blocks, x.kv.block_size, x.kv_dtype, x.graph_sizes.size(),
+               seconds_since(t0));
+  return executor;
 }
 
 }  // namespace paceline

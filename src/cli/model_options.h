@@ -1,6 +1,7 @@
 #pragma once
 // The model flags shared by serve, generate, profile and demo (vLLM's spellings), and what they
-// load: config, tokenizer, weights and an executor with its KV cache.
+// load: config, tokenizer and weights, then, once the engine's config is resolved, the executor
+// sized for it.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "model/config.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
+#include "sched/scheduler_config.h"
 
 namespace paceline {
 
@@ -31,12 +33,18 @@ void add_model_options(CLI::App& cmd, ModelOptions& options);
 struct LoadedModel {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Weights> weights;
-  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Weights> weights;  // none on the null device
 };
 
-// Loads everything the options name; logs what it loaded and how long it took.
+// Loads the config, the tokenizer and the weights; logs what it loaded and how long it took.
 LoadedModel load_model(const ModelOptions& options);
+
+// The executor of --device with its KV cache, sized for the resolved engine config (the CUDA
+// executor's activations for max_num_batched_tokens, its graphs for the capture sizes, their
+// block tables for max_model_len). `model` must outlive it. The engine takes the KV shape and
+// the rest from the executor's capabilities().
+std::unique_ptr<Executor> make_executor(const ModelOptions& options, const LoadedModel& model,
+                                        const SchedulerConfig& engine);
 
 // "512M", "2G", "1048576" -> bytes; paceline::Error naming `flag` on anything else.
 int64_t parse_byte_size(const std::string& text, const std::string& flag);

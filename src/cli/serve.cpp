@@ -4,8 +4,6 @@
 #include <csignal>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -58,16 +56,9 @@ int run_serve(const ServeOptions& o) {
       resolve_engine_options(o.engine, m.config.max_position_embeddings, o.model.seed);
   SteadyClock clock;
   MetricsRegistry metrics;
-  Engine engine(ec.scheduler, std::move(m.executor), clock, &metrics, &ec.delayer_sources);
-  if (step_log) {
-    const nlohmann::json header = {{"device", o.model.device},
-                                   {"model", m.config.name},
-                                   {"kv_blocks", engine.config().num_kv_blocks},
-                                   {"block_size", engine.config().block_size},
-                                   {"kv_element_bytes", o.model.device == "cuda" ? 2 : 4}};
-    step_log->header(header.dump());
-    engine.set_step_log(std::move(step_log));
-  }
+  Engine engine(ec.scheduler, make_executor(o.model, m, ec.scheduler), clock, &metrics,
+                &ec.delayer_sources);
+  if (step_log) engine.set_step_log(std::move(step_log), o.model.device, m.config.name);
 
   OpenAiServiceOptions so;
   so.served_model_name = o.served_model_name.empty() ? m.config.name : o.served_model_name;

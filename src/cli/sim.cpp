@@ -80,6 +80,8 @@ SimSetup prepare(const SimOptions& o) {
 sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurrency) {
   sim::SimRunConfig c;
   c.scheduler = s.engine.scheduler;
+  c.kv_element_bytes = s.profile.kv_element_bytes;
+  c.model = s.model.name;
   c.session = session_replay_config(o.replay, concurrency, o.seed);
   c.arrival = arrival_replay_config(o.replay, o.seed);
   c.prompt.seed = o.seed;
@@ -140,7 +142,14 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
 std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, const SimSetup& s,
                                                            int concurrency,
                                                            const std::string& dir) {
-  const sim::SimRun run = sim::run_sim(s.traces, run_config(o, s, concurrency), *s.profile.cost);
+  sim::SimRunConfig config = run_config(o, s, concurrency);
+  if (!o.step_log.empty() && o.concurrency.size() == 1) config.step_log = o.step_log;
+  if (!o.step_log.empty() && o.concurrency.size() > 1) {
+    std::filesystem::create_directories(dir);
+    config.step_log =
+        (std::filesystem::path(dir) / std::filesystem::path(o.step_log).filename()).string();
+  }
+  const sim::SimRun run = sim::run_sim(s.traces, config, *s.profile.cost);
   if (run.abort_reason) spdlog::error("sim: {}", *run.abort_reason);
   const sim::SimExecutorStats& x = run.executor;
   if (x.steps > 0 && x.extrapolated_steps * 100 > x.steps) {
@@ -205,6 +214,8 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--step-noise-seed", o.step_noise_seed,
                  "where on the profile's clock the replay starts (default: --seed); vary it to "
                  "see how much the noise alone moves a percentile");
+  cmd.add_option("--step-log", o.step_log,
+                 "write one JSON line per simulated step to FILE, as serve --step-log does");
   add_engine_options(cmd, o.engine);
   // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
   // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.

@@ -30,6 +30,9 @@ struct SimOptions {
   ReplayOptions replay;
   std::vector<int> concurrency = {1};  // several: one run each into OUT/conc-N, one table
   std::string out = "sim-out";
+  // Every simulated step, as `serve --step-log` writes them; with several concurrencies, one
+  // file of this name in each OUT/conc-N.
+  std::string step_log;
 };
 
 void add_sim_options(CLI::App& cmd, SimOptions& options);

@@ -22,13 +22,8 @@ void call_guarded(const TokenCallback& cb, const TokenEvent& ev) {
 
 Engine::Engine(SchedulerConfig config, std::unique_ptr<Executor> executor, const Clock& clock,
                MetricsRegistry* metrics, const PrefillDelayerSources* delayer_sources)
-    : config_(std::move(config)), executor_(std::move(executor)), clock_(clock) {
-  const KvCacheShape kv = executor_->kv_cache_shape();
-  config_.num_kv_blocks = kv.num_blocks;
-  config_.block_size = kv.block_size;
-  scheduler_ = std::make_unique<Scheduler>(config_, clock_);
-  if (metrics) metrics_ = std::make_unique<EngineMetrics>(*metrics);
-  if (auto* d = scheduler_->delayer()) {
+    : clock_(clock), core_(std::move(config), std::move(executor), clock, metrics) {
+  if (auto* d = core_.scheduler().delayer()) {
     spdlog::info("{}", delayer_sources ? d->describe(*delayer_sources) : d->describe());
   }
 }
@@ -87,31 +82,19 @@ void Engine::drain_inbox() {
   }
   for (auto& s : inbox) {
     try {
-      scheduler_->add_request(s.id, std::move(s.prompt), std::move(s.params));
+      core_.add(s.id, std::move(s.prompt), std::move(s.params));
     } catch (const Error& e) {
       TokenEvent ev;
       ev.request_id = s.id;
       ev.finished = true;
       ev.finish_reason = FinishReason::kAbort;
       ev.error = e.what();
-      TokenCallback cb;
-      {
-        std::lock_guard lock(mu_);
-        auto it = callbacks_.find(s.id);
-        if (it != callbacks_.end()) {
-          cb = std::move(it->second);
-          callbacks_.erase(it);
-        }
-      }
-      if (cb) call_guarded(cb, ev);
+      finish(s.id, std::move(ev));
     }
   }
-  std::vector<RequestOutput> aborted;
   for (uint64_t id : cancels) {
-    if (auto out = scheduler_->cancel(id)) aborted.push_back(std::move(*out));
+    if (auto out = core_.cancel(id)) deliver(*out);
   }
-  if (!aborted.empty() && metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
-  for (const auto& out : aborted) deliver(out);
 }
 
 void Engine::deliver(const RequestOutput& out) {
@@ -122,32 +105,31 @@ void Engine::deliver(const RequestOutput& out) {
   ev.finish_reason = out.finish_reason;
   ev.stop_token_id = out.stop_token_id;
   ev.usage = out.usage;
+  if (out.finished) {
+    finish(out.request_id, std::move(ev));
+    return;
+  }
   TokenCallback cb;
   {
     std::lock_guard lock(mu_);
     auto it = callbacks_.find(out.request_id);
     if (it == callbacks_.end()) return;
-    if (out.finished) {
-      cb = std::move(it->second);
-      callbacks_.erase(it);
-    } else {
-      cb = it->second;
-    }
-  }
-  if (out.finished && metrics_) {
-    if (out.first_scheduled_ns >= 0) {
-      metrics_->on_first_scheduled(static_cast<double>(out.first_scheduled_ns - out.arrival_ns) *
-                                   1e-9);
-    }
-    metrics_->on_finished(out.usage);
+    cb = it->second;
   }
   call_guarded(cb, ev);
 }
 
-void Engine::log_delayer_stats() {
-  auto* d = scheduler_->delayer();
-  if (!d) return;
-  if (auto line = d->stats_line_if_due()) spdlog::info("{}", *line);
+// The request's last event: its callback is called once more and forgotten.
+void Engine::finish(uint64_t id, TokenEvent ev) {
+  TokenCallback cb;
+  {
+    std::lock_guard lock(mu_);
+    auto it = callbacks_.find(id);
+    if (it == callbacks_.end()) return;
+    cb = std::move(it->second);
+    callbacks_.erase(it);
+  }
+  call_guarded(cb, ev);
 }
 
 void Engine::loop() {
@@ -155,45 +137,27 @@ void Engine::loop() {
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || !inbox_.empty() || !cancels_.empty() || scheduler_->has_unfinished();
+        return stopping_ || !inbox_.empty() || !cancels_.empty() || core_.has_unfinished();
       });
       if (stopping_) break;
     }
-    const int64_t iteration_start = clock_.now_ns();
     drain_inbox();
-    StepPlan plan = scheduler_->schedule();
-    if (plan.seqs.empty()) {
+    if (!core_.begin_step()) {
       // Nothing runnable (e.g. every request is waiting for KV that a cancel will free): wait for
       // the next message rather than spin.
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(1));
       continue;
     }
-    StepResult result;
-    const int64_t execute_start = clock_.now_ns();
-    try {
-      result = executor_->execute(plan);
-    } catch (const std::exception& e) {
-      spdlog::error("executor failed on step {}: {}", plan.step_id, e.what());
-      for (const auto& s : plan.seqs) {
-        if (auto out = scheduler_->cancel(s.request_id)) deliver(*out);
-      }
-      continue;
-    }
-    const int64_t execute_end = clock_.now_ns();
-    std::vector<RequestOutput> outputs = scheduler_->update(plan, result);
-    // Metrics first, so whoever sees a request finish also sees the gauges after its step.
-    if (metrics_) metrics_->on_step(plan, result, scheduler_->stats());
-    for (const auto& out : outputs) deliver(out);
-    log_delayer_stats();
-    if (step_log_) {
-      const int64_t end = clock_.now_ns();
-      step_log_->record(plan, {execute_start, execute_end - execute_start,
-                               (execute_start - iteration_start) + (end - execute_end)});
-    }
+    drain_inbox();  // what came during the forward, cancels included, before its update
+    core_.end_step([this](const RequestOutput& out) { deliver(out); });
   }
-  if (step_log_) step_log_->flush();
-  // Stopping: every request still known ends with an abort event.
+  core_.flush_step_log();
+  abort_all();
+}
+
+// Stopping: every request still known ends with an abort event.
+void Engine::abort_all() {
   drain_inbox();
   std::vector<uint64_t> ids;
   {
@@ -201,23 +165,15 @@ void Engine::loop() {
     for (const auto& [id, cb] : callbacks_) ids.push_back(id);
   }
   for (uint64_t id : ids) {
-    if (auto out = scheduler_->cancel(id)) {
+    if (auto out = core_.cancel(id)) {
       deliver(*out);
-    } else {
-      TokenEvent ev;
-      ev.request_id = id;
-      ev.finished = true;
-      ev.finish_reason = FinishReason::kAbort;
-      TokenCallback cb;
-      {
-        std::lock_guard lock(mu_);
-        auto it = callbacks_.find(id);
-        if (it == callbacks_.end()) continue;
-        cb = std::move(it->second);
-        callbacks_.erase(it);
-      }
-      call_guarded(cb, ev);
+      continue;
     }
+    TokenEvent ev;
+    ev.request_id = id;
+    ev.finished = true;
+    ev.finish_reason = FinishReason::kAbort;
+    finish(id, std::move(ev));
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// The engine owns the scheduler and the executor and runs the step loop on its own thread:
-//   plan = scheduler.schedule(); result = executor.execute(plan); outputs = scheduler.update(...)
-// Other threads only submit and cancel (messages to the loop) and receive token events through
-// callbacks that the loop calls. The scheduler is never touched from outside the loop.
+// The serving engine: a thread and an inbox around the EngineCore (engine_core.h), on the steady
+// clock. The thread loops: take the inbox, begin_step (the forward runs), take the inbox again
+// (a cancel that came during the forward drops its row, as in the simulator), end_step, hand each
+// output to its request's callback. Other threads only submit and cancel (messages to the loop)
+// and receive token events through the callbacks. The core is never touched from outside it.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,11 +17,8 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "engine/engine_metrics.h"
-#include "engine/step_log.h"
-#include "exec/executor.h"
+#include "engine/engine_core.h"
 #include "sched/prefill_delayer_env.h"
-#include "sched/scheduler.h"
 
 namespace paceline {
 
@@ -41,25 +39,31 @@ using TokenCallback = std::function<void(const TokenEvent&)>;
 
 class Engine {
  public:
-  // The executor's KV shape decides the scheduler's block count and size.
+  // The executor's report decides the scheduler's block count and size (EngineCore).
   // `delayer_sources` (where each delayer knob came from) only enriches the startup log line.
   Engine(SchedulerConfig config, std::unique_ptr<Executor> executor, const Clock& clock,
          MetricsRegistry* metrics = nullptr,
          const PrefillDelayerSources* delayer_sources = nullptr);
   ~Engine();  // stops the loop; unfinished requests get an "abort" event
 
-  // Records every step to `log` (serve --step-log); call before start().
-  void set_step_log(std::unique_ptr<StepLog> log) { step_log_ = std::move(log); }
+  // Records every step to `log` (serve --step-log) after its header; call before start().
+  void set_step_log(std::unique_ptr<StepLog> log, const std::string& device,
+                    const std::string& model) {
+    core_.set_step_log(std::move(log), device, model);
+  }
 
   void start();
   void stop();
 
   // Queues a request; returns its id. The callback sees every event of this request.
   uint64_t submit(std::vector<int32_t> prompt, RequestParams params, TokenCallback on_event);
-  // Aborts the request at the next step boundary, freeing its KV blocks.
+  // Aborts the request as soon as the loop is outside the forward, freeing its KV blocks; a row
+  // of the forward then running is dropped.
   void cancel(uint64_t request_id);
 
-  const SchedulerConfig& config() const { return config_; }
+  // The scheduler's config as the executor sized it (KV blocks, block size, graph sizes).
+  const SchedulerConfig& config() const { return core_.config(); }
+  const ExecutorCapabilities& capabilities() const { return core_.capabilities(); }
   // Requests submitted and not yet finished, as seen from outside the loop.
   int64_t num_unfinished() const;
 
@@ -72,14 +76,11 @@ class Engine {
   void loop();
   void drain_inbox();
   void deliver(const RequestOutput& out);
-  void log_delayer_stats();
+  void finish(uint64_t id, TokenEvent ev);
+  void abort_all();
 
-  SchedulerConfig config_;
-  std::unique_ptr<Executor> executor_;
   const Clock& clock_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<EngineMetrics> metrics_;
-  std::unique_ptr<StepLog> step_log_;
+  EngineCore core_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -1,6 +1,7 @@
 #include "engine/step_log.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -21,6 +22,18 @@ std::string step_log_line(const StepPlan& plan, const StepTiming& t) {
   }
   line += "]}\n";
   return line;
+}
+
+std::string step_log_header(const std::string& device, const std::string& model,
+                            const ExecutorCapabilities& x) {
+  const nlohmann::json header = {{"device", device},
+                                 {"model", model},
+                                 {"kv_blocks", x.kv.num_blocks},
+                                 {"block_size", x.kv.block_size},
+                                 {"kv_element_bytes", x.kv_element_bytes},
+                                 {"kv_dtype", x.kv_dtype},
+                                 {"graph_sizes", x.graph_sizes}};
+  return header.dump();
 }
 
 StepLog::StepLog(const std::string& path) : path_(path), out_(path, std::ios::binary) {

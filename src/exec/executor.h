@@ -1,6 +1,10 @@
 #pragma once
-// Runs what the scheduler planned. CPU (reference), CUDA (fast) and the simulator's cost model
-// implement this; everything an executor needs is in the plan.
+// Runs what the scheduler planned. CPU (reference), CUDA (fast), the null executor and the
+// simulator's cost model implement this; everything an executor needs is in the plan.
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "sched/step_plan.h"
 
 namespace paceline {
@@ -10,11 +14,24 @@ struct KvCacheShape {
   int64_t block_size = 16;
 };
 
+// What an executor was built with, as it reports it: the engine sizes the scheduler from this
+// and the step log's header names it, so that no caller guesses from a device name.
+struct ExecutorCapabilities {
+  KvCacheShape kv;
+  std::string kv_dtype;  // one KV element: "float32", "bfloat16"
+  int64_t kv_element_bytes = 0;
+  // Decode batch sizes with a CUDA graph, ascending; empty: every step runs eagerly.
+  std::vector<int32_t> graph_sizes;
+  // Tokens per forward its activation memory was sized for; 0: no limit.
+  int64_t max_num_batched_tokens = 0;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual StepResult execute(const StepPlan& plan) = 0;
-  virtual KvCacheShape kv_cache_shape() const = 0;
+  virtual ExecutorCapabilities capabilities() const = 0;
+  KvCacheShape kv_cache_shape() const { return capabilities().kv; }
 };
 
 }  // namespace paceline

@@ -33,6 +33,14 @@ NullExecutor::NullExecutor(KvCacheShape kv_shape, int64_t vocab_size,
   if (cycle_.empty()) fail("null executor: a vocabulary of {} has no non-EOS token", vocab_size);
 }
 
+ExecutorCapabilities NullExecutor::capabilities() const {
+  ExecutorCapabilities x;
+  x.kv = kv_shape_;
+  x.kv_dtype = "float32";
+  x.kv_element_bytes = sizeof(float);
+  return x;
+}
+
 StepResult NullExecutor::execute(const StepPlan& plan) {
   StepResult result;
   result.step_id = plan.step_id;

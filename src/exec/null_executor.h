@@ -19,7 +19,8 @@ class NullExecutor final : public Executor {
 
   // The token for absolute position p is cycle[p % cycle.size()]; step_time_ns is 0.
   StepResult execute(const StepPlan& plan) override;
-  KvCacheShape kv_cache_shape() const override { return kv_shape_; }
+  // The KV shape it was given, sized as the CPU executor's float32 cache would be; no graphs.
+  ExecutorCapabilities capabilities() const override;
 
   const std::vector<int32_t>& token_cycle() const { return cycle_; }
 

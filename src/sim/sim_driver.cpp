@@ -23,23 +23,51 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!out) fail("{}: write failed", path.string());
 }
 
-// The replay and the engine share one virtual clock; the scheduler reads it, run_virtual moves it.
+// Profiles give the KV element's size only; the type is the usual one of that size.
+std::string kv_dtype_of(int64_t element_bytes) {
+  switch (element_bytes) {
+    case 4:
+      return "float32";
+    case 2:
+      return "bfloat16";
+    case 1:
+      return "fp8";
+    default:
+      return fmt::format("{} bytes", element_bytes);
+  }
+}
+
+std::unique_ptr<SimExecutor> make_executor(const SimRunConfig& config, const CostModel& cost,
+                                           const StepNoise& noise, const Clock& clock) {
+  ExecutorCapabilities x;
+  x.kv = {config.scheduler.num_kv_blocks, config.scheduler.block_size};
+  x.kv_element_bytes = config.kv_element_bytes;
+  x.kv_dtype = kv_dtype_of(config.kv_element_bytes);
+  return std::make_unique<SimExecutor>(cost, x, 0, noise, &clock);
+}
+
+// The replay and the engine share one virtual clock; the core reads it, run_virtual moves it.
 struct SimEngine {
   SimEngine(const SimRunConfig& config, const CostModel& cost, const StepNoise& noise)
-      : scheduler(config.scheduler, clock),
-        executor(cost, KvCacheShape{config.scheduler.num_kv_blocks, config.scheduler.block_size},
-                 0, noise, &clock),
-        transport(scheduler, executor, clock, config.prompt),
+      : executor_owned(make_executor(config, cost, noise, clock)),
+        executor(*executor_owned),
+        core(config.scheduler, std::move(executor_owned), clock, &metrics),
+        transport(core, clock, config.prompt),
         oracle(config.scheduler.block_size, config.prompt) {
     if (config.scheduler.kv_policy == KvPolicy::kOracle) {
-      scheduler.set_next_use_oracle(&oracle);
+      core.scheduler().set_next_use_oracle(&oracle);
       transport.set_oracle(&oracle);
+    }
+    if (!config.step_log.empty()) {
+      core.set_step_log(std::make_unique<StepLog>(config.step_log), "sim", config.model);
     }
   }
 
   VirtualClock clock;
-  Scheduler scheduler;
-  SimExecutor executor;
+  MetricsRegistry metrics;
+  std::unique_ptr<SimExecutor> executor_owned;  // moved into the core
+  SimExecutor& executor;
+  EngineCore core;
   SimTransport transport;
   TraceNextUseOracle oracle;
 };
@@ -96,9 +124,11 @@ SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostMo
         fmt::format("transformed trace ({}): not comparable with full-trace runs",
                     bench::describe_transform(traces.transform)));
   }
-  run.engine = engine.scheduler.stats();
+  run.engine = engine.core.scheduler().stats();
   run.executor = engine.executor.stats();
   run.end_ns = engine.clock.now_ns();
+  run.metrics = engine.metrics.render_prometheus("paceline:");
+  engine.core.flush_step_log();
   return run;
 }
 
@@ -173,6 +203,7 @@ void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::
   std::ostringstream csv;
   bench::write_summary_csv(csv, run.summary);
   write_file(fs::path(dir) / "summary.csv", csv.str());
+  write_file(fs::path(dir) / "metrics.prom", run.metrics);
 }
 
 }  // namespace paceline::sim

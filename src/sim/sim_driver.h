@@ -41,6 +41,9 @@ SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& 
 
 struct SimRunConfig {
   SchedulerConfig scheduler;           // num_kv_blocks and block_size filled in
+  int64_t kv_element_bytes = 2;        // the profile's, as the simulated executor reports it
+  std::string model;                   // the model's name, for the step log's header
+  std::string step_log;                // a path: the core records every step there
   bench::SessionReplayConfig session;  // closed loop
   bench::ArrivalReplayConfig arrival;  // open loop
   bench::TokenPromptConfig prompt;
@@ -63,6 +66,7 @@ struct SimRun {
   std::optional<int64_t> profiling_start_ns;
   int64_t idle_skipped_ns = 0;
   std::optional<std::string> abort_reason;
+  std::string metrics;  // the engine's /metrics (Prometheus text) when the replay ended
 };
 
 // Throws paceline::Error for --step-noise replay with a cost model that has no step-time series.
@@ -73,7 +77,8 @@ SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostMo
 nlohmann::json sim_engine_json(const SimRun& run);
 
 // records.jsonl, summary.json and summary.csv in `dir`, as `paceline bench` writes them; the
-// summary says "simulated": true and carries `simulator` (profile, engine counters).
+// summary says "simulated": true and carries `simulator` (profile, engine counters). metrics.prom:
+// the engine's metrics at the end, as `serve` would have answered GET /metrics.
 void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::json& settings,
                      const nlohmann::json& simulator);
 

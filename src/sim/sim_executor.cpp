@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace paceline::sim {
 
-SimExecutor::SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token,
+SimExecutor::SimExecutor(const CostModel& cost, ExecutorCapabilities capabilities, int32_t token,
                          StepNoise noise, const Clock* clock)
-    : cost_(cost), kv_shape_(kv_shape), token_(token), noise_(noise), clock_(clock) {}
+    : cost_(cost),
+      capabilities_(std::move(capabilities)),
+      token_(token),
+      noise_(noise),
+      clock_(clock) {}
 
 StepResult SimExecutor::execute(const StepPlan& plan) {
   StepResult result;

@@ -22,20 +22,21 @@ struct SimExecutorStats {
 
 class SimExecutor final : public Executor {
  public:
-  // The cost model must outlive the executor. `token`: what every logit row "samples"; requests
-  // that should run to max_tokens set ignore_eos (the benchmark always does).
+  // The cost model must outlive the executor. `capabilities`: what the simulated executor has
+  // (its KV shape and element size come from the profile). `token`: what every logit row
+  // "samples"; requests that should run to max_tokens set ignore_eos (the benchmark always does).
   // `noise` scales each predicted time by its factor at the step's start on `clock` (inactive,
   // or no clock: the predictions as they are).
-  SimExecutor(const CostModel& cost, KvCacheShape kv_shape, int32_t token = 0,
+  SimExecutor(const CostModel& cost, ExecutorCapabilities capabilities, int32_t token = 0,
               StepNoise noise = {}, const Clock* clock = nullptr);
 
   StepResult execute(const StepPlan& plan) override;
-  KvCacheShape kv_cache_shape() const override { return kv_shape_; }
+  ExecutorCapabilities capabilities() const override { return capabilities_; }
   const SimExecutorStats& stats() const { return stats_; }
 
  private:
   const CostModel& cost_;
-  KvCacheShape kv_shape_;
+  ExecutorCapabilities capabilities_;
   int32_t token_;
   StepNoise noise_;
   const Clock* clock_;

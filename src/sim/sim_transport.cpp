@@ -7,9 +7,9 @@
 
 namespace paceline::sim {
 
-SimTransport::SimTransport(Scheduler& scheduler, Executor& executor, const VirtualClock& clock,
+SimTransport::SimTransport(EngineCore& core, const VirtualClock& clock,
                            bench::TokenPromptConfig prompt)
-    : scheduler_(scheduler), executor_(executor), clock_(clock), prompt_(prompt) {}
+    : core_(core), clock_(clock), prompt_(prompt) {}
 
 void SimTransport::send(const bench::RequestSpec& spec, bench::StreamCallbacks callbacks) {
   const int64_t now = clock_.now_ns();
@@ -23,13 +23,12 @@ void SimTransport::send(const bench::RequestSpec& spec, bench::StreamCallbacks c
   params.ignore_eos = true;
   params.arrival_ns = now;
   try {
-    scheduler_.add_request(spec.id, bench::synthesize_prompt_tokens(spec, prompt_),
-                           std::move(params));
+    core_.add(spec.id, bench::synthesize_prompt_tokens(spec, prompt_), std::move(params));
   } catch (const Error& e) {
     refusals_.push_back({now, spec.id, e.what()});
     return;
   }
-  if (!step_ && !wake_ns_) wake_ns_ = now;
+  if (!step_end_ns_ && !wake_ns_) wake_ns_ = now;
 }
 
 void SimTransport::announce(const bench::RequestSpec& spec, int64_t at_ns) {
@@ -45,7 +44,7 @@ void SimTransport::cancel(uint64_t request_id) {
   auto it = streams_.find(request_id);
   if (it == streams_.end()) return;
   forget(it);
-  scheduler_.cancel(request_id);  // a row of the step in flight is then ignored by update()
+  core_.cancel(request_id);  // a row of the step in flight is then dropped at its end
   std::erase_if(refusals_, [&](const Refusal& r) { return r.id == request_id; });
 }
 
@@ -53,7 +52,7 @@ std::optional<int64_t> SimTransport::next_event_ns() const {
   std::optional<int64_t> t;
   auto earliest = [&](int64_t x) { t = t ? std::min(*t, x) : x; };
   if (!refusals_.empty()) earliest(refusals_.front().at_ns);
-  if (step_) earliest(step_->end_ns);
+  if (step_end_ns_) earliest(*step_end_ns_);
   if (wake_ns_) earliest(*wake_ns_);
   return t;
 }
@@ -70,36 +69,32 @@ void SimTransport::advance_to(int64_t now_ns) {
       cb.on_error(r.at_ns, 400, r.text);
       continue;
     }
-    if (step_ && step_->end_ns <= now_ns) {
-      const int64_t end = step_->end_ns;
-      finish_step();
-      start_step(end);  // the engine loop goes straight on to the next pass
+    if (step_end_ns_ && *step_end_ns_ <= now_ns) {
+      const int64_t end = *step_end_ns_;
+      end_step();
+      begin_step(end);  // the engine loop goes straight on to the next pass
       continue;
     }
-    if (!step_ && wake_ns_ && *wake_ns_ <= now_ns) {
+    if (!step_end_ns_ && wake_ns_ && *wake_ns_ <= now_ns) {
       const int64_t at = *wake_ns_;
       wake_ns_.reset();
-      start_step(at);
+      begin_step(at);
       continue;
     }
     return;
   }
 }
 
-void SimTransport::start_step(int64_t now_ns) {
-  StepPlan plan = scheduler_.schedule();
-  if (plan.seqs.empty()) return;  // idle until the next send
-  StepResult result = executor_.execute(plan);
-  const int64_t end = now_ns + std::max<int64_t>(1, result.step_time_ns);
-  step_ = Step{std::move(plan), std::move(result), end};
+void SimTransport::begin_step(int64_t now_ns) {
+  const std::optional<StepStart> step = core_.begin_step();
+  if (!step) return;  // idle until the next send
+  step_end_ns_ = now_ns + std::max<int64_t>(1, step->duration_ns);
 }
 
-void SimTransport::finish_step() {
-  Step step = std::move(*step_);
-  step_.reset();
-  for (const RequestOutput& out : scheduler_.update(step.plan, step.result)) {
-    deliver(out, step.end_ns);
-  }
+void SimTransport::end_step() {
+  const int64_t end = *step_end_ns_;
+  step_end_ns_.reset();
+  core_.end_step([&](const RequestOutput& out) { deliver(out, end); });
 }
 
 void SimTransport::deliver(const RequestOutput& out, int64_t t_ns) {

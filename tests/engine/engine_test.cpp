@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 
 namespace paceline {
@@ -16,6 +20,10 @@ class FakeExecutor : public Executor {
       : num_blocks_(num_blocks), delay_(delay) {}
   StepResult execute(const StepPlan& plan) override {
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    if (failures_left > 0) {
+      --failures_left;
+      throw std::runtime_error("device lost");
+    }
     StepResult r;
     r.step_id = plan.step_id;
     for (const auto& s : plan.seqs) {
@@ -30,7 +38,12 @@ class FakeExecutor : public Executor {
     r.step_time_ns = 1000;
     return r;
   }
-  KvCacheShape kv_cache_shape() const override { return {num_blocks_, 16}; }
+  ExecutorCapabilities capabilities() const override {
+    ExecutorCapabilities x;
+    x.kv = {num_blocks_, 16};
+    return x;
+  }
+  std::atomic<int> failures_left{0};  // the next steps that throw
 
  private:
   int64_t num_blocks_;
@@ -177,6 +190,91 @@ TEST(Engine, ACallbackThatThrowsDoesNotStopTheEngine) {
   engine.submit({4, 5, 6}, p, collect(c));
   ASSERT_TRUE(wait_done(c));
   EXPECT_EQ(c.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace paceline
+
+namespace paceline {
+namespace {
+
+TEST(Engine, AnExecutorFailureAbortsItsRowsAndTheEngineGoesOn) {
+  SteadyClock clock;
+  auto executor = std::make_unique<FakeExecutor>(64);
+  FakeExecutor* fake = executor.get();
+  fake->failures_left = 1;
+  Engine engine(small_config(), std::move(executor), clock);
+  engine.start();
+  RequestParams p;
+  p.max_tokens = 3;
+  p.ignore_eos = true;
+  Collected failed;
+  engine.submit({1, 2, 3}, p, collect(failed));
+  ASSERT_TRUE(wait_done(failed));
+  EXPECT_EQ(*failed.last->finish_reason, FinishReason::kAbort);
+  // The failed step was retired: the next request is planned and served.
+  Collected next;
+  engine.submit({4, 5, 6}, p, collect(next));
+  ASSERT_TRUE(wait_done(next));
+  EXPECT_EQ(*next.last->finish_reason, FinishReason::kLength);
+  EXPECT_EQ(next.tokens.size(), 3u);
+}
+
+}  // namespace
+}  // namespace paceline
+
+namespace paceline {
+namespace {
+
+// Holds every forward until the test opens the gate, so the test can act while one runs.
+class GatedExecutor : public Executor {
+ public:
+  StepResult execute(const StepPlan& plan) override {
+    std::unique_lock lock(mu);
+    in_forward = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+    StepResult r;
+    r.step_id = plan.step_id;
+    for (const auto& s : plan.seqs) r.seqs.push_back({s.request_id, {42}});
+    return r;
+  }
+  ExecutorCapabilities capabilities() const override {
+    ExecutorCapabilities x;
+    x.kv = {64, 16};
+    return x;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_forward = false;
+  bool open = false;
+};
+
+TEST(Engine, ACancelDuringTheForwardDropsItsRowAsTheSimulatorDoes) {
+  SteadyClock clock;
+  auto executor = std::make_unique<GatedExecutor>();
+  GatedExecutor* gate = executor.get();
+  Engine engine(small_config(), std::move(executor), clock);
+  engine.start();
+  RequestParams p;
+  p.max_tokens = 5;
+  p.ignore_eos = true;
+  Collected c;
+  const uint64_t id = engine.submit({1, 2, 3}, p, collect(c));
+  {
+    std::unique_lock lock(gate->mu);
+    ASSERT_TRUE(
+        gate->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate->in_forward; }));
+  }
+  engine.cancel(id);  // while its prefill runs
+  {
+    std::lock_guard lock(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  ASSERT_TRUE(wait_done(c));
+  EXPECT_EQ(*c.last->finish_reason, FinishReason::kAbort);
+  EXPECT_TRUE(c.tokens.empty()) << "the token of the forward it was cancelled in was delivered";
 }
 
 }  // namespace

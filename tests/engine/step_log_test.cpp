@@ -36,7 +36,13 @@ class SleepyExecutor : public Executor {
     }
     return r;
   }
-  KvCacheShape kv_cache_shape() const override { return {64, 16}; }
+  ExecutorCapabilities capabilities() const override {
+    ExecutorCapabilities x;
+    x.kv = {64, 16};
+    x.kv_dtype = "float32";
+    x.kv_element_bytes = 4;
+    return x;
+  }
 
  private:
   std::chrono::microseconds delay_;
@@ -84,9 +90,7 @@ TEST(StepLog, TheEngineLogsEveryStepItRuns) {
     SchedulerConfig cfg;
     cfg.max_model_len = 256;
     Engine engine(cfg, std::make_unique<SleepyExecutor>(std::chrono::microseconds(2000)), clock);
-    auto log = std::make_unique<StepLog>(path);
-    log->header(R"({"device": "test"})");
-    engine.set_step_log(std::move(log));
+    engine.set_step_log(std::make_unique<StepLog>(path), "test", "tiny");
     engine.start();
     std::promise<void> done;
     RequestParams p;

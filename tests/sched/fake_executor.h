@@ -1,6 +1,8 @@
 #pragma once
-// Test helpers: an executor that "samples" a fixed token for every logit row, and a driver that
-// runs one scheduler step through it.
+// Test helpers for the scheduler alone: an executor that "samples" a fixed token for every logit
+// row, and one schedule-then-update pass through it. This is not the engine's step loop (that is
+// EngineCore, src/engine/engine_core.h, tested in tests/engine): the scheduler's tests link only
+// the scheduler, and check its own contract.
 #include <cstdint>
 #include <numeric>
 #include <vector>

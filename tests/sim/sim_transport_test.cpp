@@ -33,7 +33,16 @@ struct Stream {
 };
 
 struct Rig {
-  explicit Rig(SchedulerConfig config = small()) : scheduler(config, clock) {}
+  explicit Rig(SchedulerConfig config = small())
+      : executor(new SimExecutor(cost, kv_64_blocks())),
+        core(config, std::unique_ptr<Executor>(executor), clock),
+        scheduler(core.scheduler()) {}
+
+  static ExecutorCapabilities kv_64_blocks() {
+    ExecutorCapabilities x;
+    x.kv = {64, 16};
+    return x;
+  }
 
   static SchedulerConfig small() {
     SchedulerConfig c;
@@ -78,9 +87,10 @@ struct Rig {
 
   VirtualClock clock;
   LinearCost cost;
-  Scheduler scheduler;
-  SimExecutor executor{cost, KvCacheShape{64, 16}};
-  SimTransport transport{scheduler, executor, clock};
+  SimExecutor* executor;  // owned by the core
+  EngineCore core;
+  const Scheduler& scheduler;
+  SimTransport transport{core, clock};
 };
 
 TEST(SimTransport, OneRequestIsAPrefillThenOneChunkPerDecodeStep) {
@@ -102,7 +112,7 @@ TEST(SimTransport, OneRequestIsAPrefillThenOneChunkPerDecodeStep) {
   EXPECT_EQ(s.usage.cached_tokens, 0);
   EXPECT_EQ(rig.transport.in_flight(), 0);
   EXPECT_FALSE(rig.transport.next_event_ns());
-  EXPECT_EQ(rig.executor.stats().steps, 4);
+  EXPECT_EQ(rig.executor->stats().steps, 4);
 }
 
 TEST(SimTransport, ASecondTurnHitsThePrefixTheFirstLeft) {

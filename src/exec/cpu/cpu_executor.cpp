@@ -11,6 +11,14 @@ CpuExecutor::CpuExecutor(const ModelConfig& config, const Weights& weights, KvCa
                          int num_threads)
     : model_(config, weights, kv_shape, num_threads) {}
 
+ExecutorCapabilities CpuExecutor::capabilities() const {
+  ExecutorCapabilities x;
+  x.kv = model_.kv_cache_shape();
+  x.kv_dtype = "float32";
+  x.kv_element_bytes = sizeof(float);
+  return x;
+}
+
 StepResult CpuExecutor::execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
   std::vector<float> logits = model_.forward(plan);

@@ -16,7 +16,8 @@ class CpuExecutor final : public Executor {
   // step_time_ns covers the forward and the sampling, on the steady clock. The token drawn from
   // the logits of the token at absolute position p uses p as its sampling position.
   StepResult execute(const StepPlan& plan) override;
-  KvCacheShape kv_cache_shape() const override { return model_.kv_cache_shape(); }
+  // A float32 KV cache, no graphs, no row limit (activations grow with the step).
+  ExecutorCapabilities capabilities() const override;
 
   CpuModel& model() { return model_; }
 

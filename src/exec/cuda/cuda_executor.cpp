@@ -97,11 +97,12 @@ namespace {
 constexpr int64_t kEagerDecodeRows = 1024;
 constexpr int64_t kEagerLogitRows = 1024;
 constexpr int kSampleRowsPerLaunch = 256;  // 311 MB of sampler scratch at a 152k vocabulary
+constexpr int64_t kKvElementBytes = 2;     // the KV cache is bfloat16
 
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
   const ModelConfig& c = model.config();
-  const int64_t block_bytes = c.kv_bytes_per_token(2) * o.block_size;
+  const int64_t block_bytes = c.kv_bytes_per_token(kKvElementBytes) * o.block_size;
   int64_t bytes = 0;
   if (o.kv_cache_bytes) {
     bytes = *o.kv_cache_bytes;
@@ -180,7 +181,15 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
 
 CudaExecutor::~CudaExecutor() = default;
 
-KvCacheShape CudaExecutor::kv_cache_shape() const { return impl_->model.kv_cache_shape(); }
+ExecutorCapabilities CudaExecutor::capabilities() const {
+  ExecutorCapabilities x;
+  x.kv = impl_->model.kv_cache_shape();
+  x.kv_dtype = "bfloat16";
+  x.kv_element_bytes = kKvElementBytes;
+  x.graph_sizes = impl_->graphs->sizes();
+  x.max_num_batched_tokens = impl_->options.max_num_batched_tokens;
+  return x;
+}
 
 const std::vector<int32_t>& CudaExecutor::graph_sizes() const { return impl_->graphs->sizes(); }
 

@@ -43,7 +43,8 @@ class CudaExecutor final : public Executor {
   ~CudaExecutor() override;
 
   StepResult execute(const StepPlan& plan) override;
-  KvCacheShape kv_cache_shape() const override;
+  // A bfloat16 KV cache, the graphs captured at startup, activations for max_num_batched_tokens.
+  ExecutorCapabilities capabilities() const override;
 
   // The float32 logits of the last executed plan's logit rows, [rows][vocab] (copied back; for
   // tests and checks).

@@ -1,0 +1,153 @@
+#include "engine/engine_core.h"
+
+#include <utility>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace paceline {
+
+namespace {
+
+// The scheduler's config as the executor built it: its KV cache, and the decode batch sizes it
+// captured graphs for, so that every padded batch the scheduler plans has its graph.
+SchedulerConfig sized_for(SchedulerConfig config, const ExecutorCapabilities& x) {
+  config.num_kv_blocks = x.kv.num_blocks;
+  config.block_size = x.kv.block_size;
+  if (!x.graph_sizes.empty()) config.cudagraph_capture_sizes = x.graph_sizes;
+  if (x.max_num_batched_tokens > 0 && config.max_num_batched_tokens > x.max_num_batched_tokens) {
+    fail("--max-num-batched-tokens {}: the executor's activations were sized for {} tokens",
+         config.max_num_batched_tokens, x.max_num_batched_tokens);
+  }
+  return config;
+}
+
+// The same rows, no tokens: what update() needs to retire a step whose rows were all cancelled.
+StepResult empty_result(const StepPlan& plan) {
+  StepResult r;
+  r.step_id = plan.step_id;
+  for (const ScheduledSeq& s : plan.seqs) r.seqs.push_back({s.request_id, {}});
+  return r;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(SchedulerConfig config, std::unique_ptr<Executor> executor,
+                       const Clock& clock, MetricsRegistry* metrics)
+    : executor_(std::move(executor)), clock_(clock), capabilities_(executor_->capabilities()) {
+  scheduler_ = std::make_unique<Scheduler>(sized_for(std::move(config), capabilities_), clock_);
+  if (metrics) metrics_ = std::make_unique<EngineMetrics>(*metrics);
+}
+
+EngineCore::~EngineCore() {
+  flush_step_log();
+}
+
+void EngineCore::set_step_log(std::unique_ptr<StepLog> log, const std::string& device,
+                              const std::string& model) {
+  step_log_ = std::move(log);
+  if (step_log_) step_log_->header(step_log_header(device, model, capabilities_));
+}
+
+void EngineCore::flush_step_log() {
+  if (step_log_) step_log_->flush();
+}
+
+void EngineCore::add(uint64_t id, std::vector<int32_t> prompt, RequestParams params) {
+  const int64_t t0 = clock_.now_ns();
+  scheduler_->add_request(id, std::move(prompt), std::move(params));
+  host_ns_ += clock_.now_ns() - t0;
+}
+
+std::optional<RequestOutput> EngineCore::cancel(uint64_t id) {
+  const int64_t t0 = clock_.now_ns();
+  std::optional<RequestOutput> out = scheduler_->cancel(id);
+  if (out) {
+    count_finished(*out);
+    // The gauges after the freed blocks, without waiting for a step.
+    if (metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
+  }
+  host_ns_ += clock_.now_ns() - t0;
+  return out;
+}
+
+std::optional<StepStart> EngineCore::begin_step() {
+  if (step_) fail("begin_step() while step {} is in flight", step_->plan.step_id);
+  const int64_t t0 = clock_.now_ns();
+  StepPlan plan = scheduler_->schedule();
+  if (plan.seqs.empty()) return std::nullopt;
+  Step& step = step_.emplace();
+  step.plan = std::move(plan);
+  const int64_t t1 = clock_.now_ns();
+  try {
+    step.result = executor_->execute(step.plan);
+  } catch (const std::exception& e) {
+    spdlog::error("executor failed on step {}: {}", step.plan.step_id, e.what());
+    step.failed = true;
+  }
+  const int64_t t2 = clock_.now_ns();
+  const int64_t duration = t2 > t1 || step.failed ? t2 - t1 : step.result.step_time_ns;
+  step.timing = {t1, duration, host_ns_ + (t1 - t0)};
+  host_ns_ = 0;
+  return StepStart{&step.plan, duration};
+}
+
+void EngineCore::end_step(const OutputSink& deliver) {
+  if (!step_) fail("end_step() with no step in flight");
+  Step step = std::move(*step_);
+  step_.reset();
+  if (step.failed) {
+    end_failed_step(step, deliver);
+    return;
+  }
+  const int64_t t0 = clock_.now_ns();
+  std::vector<RequestOutput> outputs = scheduler_->update(step.plan, step.result);
+  // Metrics first, so whoever sees a request finish also sees the gauges after its step.
+  if (metrics_) metrics_->on_step(step.plan, step.result, scheduler_->stats());
+  for (const RequestOutput& out : outputs) {
+    count_finished(out);
+    deliver(out);
+  }
+  log_delayer_stats();
+  if (step_log_) {
+    step.timing.host_ns += clock_.now_ns() - t0;
+    step_log_->record(step.plan, step.timing);
+  }
+}
+
+std::vector<RequestOutput> EngineCore::end_step() {
+  std::vector<RequestOutput> outputs;
+  end_step([&](const RequestOutput& out) { outputs.push_back(out); });
+  return outputs;
+}
+
+// Every row still running ends as an abort; update() then retires the step (its rows are all
+// gone), so the scheduler plans again. The delayer counts it as a prefill that ran, as it did
+// take the device's time.
+void EngineCore::end_failed_step(Step& step, const OutputSink& deliver) {
+  for (const ScheduledSeq& s : step.plan.seqs) {
+    if (auto out = scheduler_->cancel(s.request_id)) {
+      count_finished(*out);
+      deliver(*out);
+    }
+  }
+  scheduler_->update(step.plan, empty_result(step.plan));
+  if (metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
+}
+
+void EngineCore::count_finished(const RequestOutput& out) {
+  if (!out.finished || !metrics_) return;
+  if (out.first_scheduled_ns >= 0) {
+    metrics_->on_first_scheduled(static_cast<double>(out.first_scheduled_ns - out.arrival_ns) *
+                                 1e-9);
+  }
+  metrics_->on_finished(out.usage);
+}
+
+void EngineCore::log_delayer_stats() {
+  auto* d = scheduler_->delayer();
+  if (!d) return;
+  if (auto line = d->stats_line_if_due()) spdlog::info("{}", *line);
+}
+
+}  // namespace paceline
