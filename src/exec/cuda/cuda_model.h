@@ -18,9 +18,13 @@
 
 namespace paceline::cuda {
 
-// Splits of the decode attention per (row, KV head): fixed, so that results never depend on the
-// batch (kernels.h).
-inline constexpr int kDecodeSplits = 16;
+// The decode attention's split plan (kernels.h: decode_split_plan): at most kDecodeSplits pieces
+// of at least kDecodeMinChunk keys per (row, KV head). Fixed, so that a row's plan depends on its
+// own context only, never on the batch; 32 pieces x 8 KV heads fill the H200's 132 SMs twice over
+// at batch 1 from 4k keys up. kDecodeSplits also sizes the partials (Activations).
+inline constexpr int kDecodeSplits = 32;
+inline constexpr int kDecodeMinChunk = 128;
+inline constexpr DecodeSplits kDecodePlan{kDecodeSplits, kDecodeMinChunk};
 
 struct StepCounts {
   int rows = 0;
