@@ -1,7 +1,8 @@
 // The decode attention's KV bandwidth on one layer of a Qwen3-8B-shaped cache (32 q heads, 8 KV
 // heads, head_dim 128, blocks of 16 in shuffled order): bytes of K and V read / kernel time, at
 // contexts 1k, 8k, 32k and 128k and batches 1, 4, 16 and 64, for the production plan and pipeline
-// and a few others. Runs only with PACELINE_DECODE_BENCH=1 (it takes 35 GB and a minute).
+// and a few others. Runs only with PACELINE_DECODE_BENCH=1 (it takes 35 GB and a minute);
+// PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production only (for ncu).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
 // launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
 #include <algorithm>
@@ -97,12 +98,17 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       {"plan 64 x >=128", 0, 0, {64, 128}},
       {"plan 32 x >=256", 0, 0, {32, 256}},
   };
+  int only_ctx = 0, only_batch = 0;
+  if (const char* only = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
+    ASSERT_EQ(std::sscanf(only, "%d,%d", &only_ctx, &only_batch), 2) << only;
+  }
   cudaStream_t stream;
   PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
   std::printf("[ bench ] | context | batch | config | KV GB | attention us | +merge us | "
               "TB/s (with merge) | %% of 4.275 |\n");
   for (int ctx : {1024, 8192, 32768, 131072}) {
     for (int batch : {1, 4, 16, 64}) {
+      if (only_ctx != 0 && (ctx != only_ctx || batch != only_batch)) continue;
       const double bytes = static_cast<double>(batch) * ctx * token_bytes;
       const int rot = static_cast<int>(std::clamp(2e9 / bytes, 1.0, 32.0));
       const int launches = std::max(rot, bytes > 4e9 ? 3 : 10);
@@ -120,6 +126,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       DeviceBuffer out(contexts.size() * static_cast<size_t>(shape.num_heads) * shape.head_dim * 2);
       const cuda::LayerCache cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
       for (const Config& c : configs) {
+        if (only_ctx != 0 && &c != &configs[0]) continue;
         auto enqueue = [&](bool merge) {
           for (int i = 0; i < launches; ++i) {
             const int32_t* list = rows.rows.as<int32_t>() + (i % rot) * batch;
