@@ -4,28 +4,34 @@
 // which depends only on the row's own context (kernels.h): batch invariance. A persistent grid
 // (as many blocks as fit on the GPU, fixed per row count, so CUDA graphs can capture it) lists
 // the items of all rows and takes them in turn; a padding row or a short context has fewer
-// items, never idle blocks. A block's warps take the piece's 16-key tiles round-robin; each lane
-// copies its share of K and V with cp.async into its own shared-memory slots, STAGES tiles in
-// flight, so no barrier is needed inside the loop and the copies hide the memory latency. The
-// group's query heads share every K/V byte (tensor cores, attention_decode.cuh). The block then
-// merges its warps' softmax states into one partial per head; attention_decode_merge.cu merges
-// the pieces.
+// items, never idle blocks. A block's warps take the piece's 16-key tiles round-robin; each warp
+// copies its tiles with cp.async into its own shared-memory stages, whole 128-byte lines per
+// copy (attention_decode.cuh), one tile in flight while it computes the last. The group's query
+// heads share every K/V byte on the tensor cores. The block merges its warps' softmax states
+// into one piece, and the block that stores a row's last piece merges the row
+// (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <utility>
 
+#include "exec/cuda/attention_decode_merge.cuh"
 #include "exec/cuda/attention_decode_tile.cuh"
 
 namespace paceline::cuda {
 namespace decode {
 
+// Pieces stored per (row of the launch, KV head); every merge sets its counter back to 0, so
+// the array is all zeros between launches (launches on one stream, one after the other).
+__device__ int g_piece_counters[kMaxRowsPerLaunch * kMaxKvHeads];
+
 template <int HD, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
-                  float* __restrict__ partial_acc, float* __restrict__ partial_ml) {
+                  float* __restrict__ partial_acc, float* __restrict__ partial_ml,
+                  bf16* __restrict__ out) {
   using L = HeadLayout<HD>;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* staging = smem;
@@ -43,7 +49,13 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
   // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
   const float q_scale = rsqrtf(static_cast<float>(HD)) * 1.4426950408889634f;
-  uint32_t* my_stage = staging + warp * 32 * L::kLaneWords;
+  uint32_t* my_stage = staging + warp * L::kTileWords;
+  // Rows without keys (padding) get zeros, as the rest of the forward expects finite values.
+  for (int pr = blockIdx.x; pr < num_rows; pr += gridDim.x) {
+    if (info[pr].y > 0) continue;
+    bf16* o = out + static_cast<int64_t>(info[pr].x) * shape.num_heads * HD;
+    for (int i = threadIdx.x; i < shape.num_heads * HD; i += blockDim.x) o[i] = __float2bfloat16(0.0f);
+  }
 
   for (int item = blockIdx.x; item < total; item += gridDim.x) {
     int r = 0;  // the last row whose items start at or before `item`
@@ -74,28 +86,9 @@ __global__ void __launch_bounds__(WARPS * 32)
     // `from + k`.
     auto issue = [&](int j, int stage, int slot, int from) {
       if (j >= my_tiles) return;
-      uint32_t* st = my_stage + stage * WARPS * 32 * L::kLaneWords;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int s = __shfl_sync(0xffffffffu, slot, from + half * 8 + g);
-        const bf16* src = cache.k + static_cast<int64_t>(s) * kv_size + head_off + c * 2 * L::kCK;
-#pragma unroll
-        for (int i = 0; i < L::kNK; ++i) {
-          cp_async<4 * L::kCK>(smem_address(st + ((half * L::kNK + i) * 32 + lane) * L::kCK),
-                               src + i * 8 * L::kCK);
-        }
-      }
-      uint32_t* sv = st + 2 * 32 * L::kKWords;
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const int s = __shfl_sync(0xffffffffu, slot, from + (v / 2) * 8 + 2 * c + v % 2);
-        const bf16* src = cache.v + static_cast<int64_t>(s) * kv_size + head_off + g * 2 * L::kCV;
-#pragma unroll
-        for (int i = 0; i < L::kNV; ++i) {
-          cp_async<4 * L::kCV>(smem_address(sv + ((v * L::kNV + i) * 32 + lane) * L::kCV),
-                               src + i * 16 * L::kCV);
-        }
-      }
+      copy_tile<HD>(my_stage + stage * WARPS * L::kTileWords, lane, cache.k + head_off,
+                    cache.v + head_off, kv_size,
+                    [&](int key) { return __shfl_sync(kFull, slot, from + key); });
     };
 
     // Prologue: the first STAGES - 1 tiles, two tiles' slots per load of the block table.
@@ -131,10 +124,11 @@ __global__ void __launch_bounds__(WARPS * 32)
 
     for (int j = 0; j < my_tiles; ++j) {
       cp_async_wait<STAGES - 2>();  // tile j has landed
+      __syncwarp();                 // other lanes' copies are visible, the last tile is read
       issue(j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
       cp_async_commit();
       if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
-      const uint32_t* st = my_stage + (j % STAGES) * WARPS * 32 * L::kLaneWords;
+      const uint32_t* st = my_stage + (j % STAGES) * WARPS * L::kTileWords;
       const int tb = k0 + (warp + j * WARPS) * 16;
       tile_update<HD>(st, lane, tb, k_end, qa, m_run, l_run, acc);
     }
@@ -143,7 +137,13 @@ __global__ void __launch_bounds__(WARPS * 32)
     merge_warps<HD, WARPS>(smem, warp, lane, group, m_run, l_run, acc);
     const int64_t first = (static_cast<int64_t>(r) * shape.num_heads + kv_head * group) *
                               splits.max_splits + split;
-    write_partial<HD, WARPS>(smem, group, splits.max_splits, first, partial_acc, partial_ml);
+    bf16* out_row = out + (static_cast<int64_t>(ri.x) * shape.num_heads + kv_head * group) * HD;
+    if (write_piece<HD, WARPS>(smem, group, splits.max_splits, first, plan.count == 1, out_row,
+                               partial_acc, partial_ml)) {
+      merge_if_last<HD>(smem, &g_piece_counters[r * kv_heads + kv_head], plan.count, group,
+                        splits.max_splits, first - split, out_row, partial_acc, partial_ml);
+    }
+    __syncthreads();  // the next item's copies overwrite the shared memory
   }
 }
 
@@ -169,14 +169,12 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
 template <int HD, int WARPS, int STAGES>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
-                   float* partial_ml, cudaStream_t stream) {
+                   float* partial_ml, bf16* out, cudaStream_t stream) {
   auto kernel = decode_kernel<HD, WARPS, STAGES>;
-  static const int max_smem = [&] {
-    const int bytes = smem_bytes<HD, WARPS, STAGES>(kMaxRowsPerLaunch);
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    return bytes;
-  }();
-  (void)max_smem;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      smem_bytes<HD, WARPS, STAGES>(kMaxRowsPerLaunch));
+  if (configured != cudaSuccess) return configured;
   const int64_t head_stride = static_cast<int64_t>(shape.num_heads) * splits.max_splits;
   for (int first = 0; first < num_rows; first += kMaxRowsPerLaunch) {
     const int n = std::min(kMaxRowsPerLaunch, num_rows - first);
@@ -186,63 +184,57 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
                                              splits.max_splits);
     kernel<<<blocks, WARPS * 32, smem, stream>>>(qkv, rows + first, n, splits, shape, in, cache,
                                                  partial_acc + first * head_stride * HD,
-                                                 partial_ml + first * head_stride * 2);
+                                                 partial_ml + first * head_stride * 2, out);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
+bool valid(AttentionShape shape, DecodeSplits splits) {
+  return decode_attention_supported(shape) && splits.max_splits >= 1 && splits.min_chunk >= 1;
+}
+
 }  // namespace decode
 
 bool decode_attention_supported(AttentionShape s) {
   const int hd = s.head_dim;
-  return s.num_kv_heads > 0 && s.num_heads % s.num_kv_heads == 0 &&
-         s.num_heads / s.num_kv_heads <= 8 &&
+  return s.num_kv_heads > 0 && s.num_kv_heads <= decode::kMaxKvHeads &&
+         s.num_heads % s.num_kv_heads == 0 && s.num_heads / s.num_kv_heads <= 8 &&
          (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
 }
 
 cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int num_rows,
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
-                                    cudaStream_t stream) {
-  if (!decode_attention_supported(shape) || splits.max_splits < 1 || splits.min_chunk < 1) {
-    return cudaErrorInvalidValue;
-  }
+                                    bf16* out, cudaStream_t stream) {
+  if (!decode::valid(shape, splits)) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaGetLastError();
-#define PACELINE_DECODE(HD)                                                                  \
-  case HD:                                                                                   \
-    return decode::launch<HD, decode::kWarps, decode::kStages>(                              \
-        qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, stream);
+  using decode::kStages;
+  using decode::kWarps;
+  using decode::launch;
   switch (shape.head_dim) {
-    PACELINE_DECODE(16)
-    PACELINE_DECODE(32)
-    PACELINE_DECODE(64)
-    PACELINE_DECODE(128)
-    PACELINE_DECODE(256)
-    default:
-      return cudaErrorInvalidValue;
+    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    default: return cudaErrorInvalidValue;
   }
-#undef PACELINE_DECODE
 }
 
 cudaError_t launch_attention_decode_variant(int warps, int stages, const float* qkv,
                                             const int32_t* rows, int num_rows, DecodeSplits splits,
                                             AttentionShape shape, RowInputs in, LayerCache cache,
-                                            float* partial_acc, float* partial_ml,
+                                            float* partial_acc, float* partial_ml, bf16* out,
                                             cudaStream_t stream) {
-  if (!decode_attention_supported(shape) || shape.head_dim != 128 || splits.max_splits < 1 ||
-      splits.min_chunk < 1) {
-    return cudaErrorInvalidValue;
-  }
+  if (!decode::valid(shape, splits) || shape.head_dim != 128) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaGetLastError();
   using decode::launch;
-  const int key = warps * 10 + stages;
-  switch (key) {
-    case 42: return launch<128, 4, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, stream);
-    case 43: return launch<128, 4, 3>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, stream);
-    case 44: return launch<128, 4, 4>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, stream);
-    case 82: return launch<128, 8, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, stream);
+  switch (warps * 10 + stages) {
+    case 42: return launch<128, 4, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 43: return launch<128, 4, 3>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 82: return launch<128, 8, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -69,13 +69,18 @@ __device__ __forceinline__ void load_words(uint32_t* dst, const uint32_t* src) {
 
 constexpr int largest_piece(int words) { return words % 4 == 0 ? 4 : words % 2 == 0 ? 2 : 1; }
 
-// Lane (g = lane / 4, c = lane % 4) of a warp. K: the four lanes c of row g share key g of each
-// 8-key half of the tile, lane c holding HD / 8 words of it, copied in pieces of CK words: piece
-// i is elements [i * 8 CK + c * 2 CK, + 2 CK), so the four lanes read one contiguous run. Word
-// 2kk of lane c is the bf16 pair (2c, 2c + 1) of k-step kk, word 2kk + 1 the pair (2c + 8, 2c + 9).
-// V: lane (g, c) holds keys 2c, 2c + 1, 8 + 2c, 9 + 2c of the tile, HD / 16 words each, pieces
-// of CV words at elements [i * 16 CV + g * 2 CV, + 2 CV); word mt is m-tile mt of Oᵀ, its rows
-// g and g + 8 being the pair's two elements.
+// Shared memory of a tile: K and V each [16 keys][HD] bf16, the 16-byte chunks of a key's row
+// swizzled (chunk ^ k_swizzle(key), chunk ^ v_swizzle(key)) so that the fragment reads below hit
+// eight different bank groups per 8 lanes. The copies are cooperative: HD / 8 consecutive lanes
+// copy one key's row, so each copy instruction reads whole 128-byte lines (the L2 serves those
+// at full rate; 64-byte pieces per key left it the bottleneck at 75% of the copy bandwidth).
+//
+// Fragments of lane (g = lane / 4, c = lane % 4). K: the four lanes c of row g read key g of
+// each 8-key half of the tile, HD / 8 words each in pieces of CK words, piece i being elements
+// [i * 8 CK + c * 2 CK, + 2 CK); word 2kk of lane c is the bf16 pair (2c, 2c + 1) of k-step kk,
+// word 2kk + 1 the pair (2c + 8, 2c + 9). V: lane (g, c) reads keys 2c, 2c + 1, 8 + 2c, 9 + 2c,
+// HD / 16 words each in pieces of CV words at elements [i * 16 CV + g * 2 CV, + 2 CV); word mt
+// is m-tile mt of Oᵀ, its rows g and g + 8 being the pair's two elements.
 template <int HD>
 struct HeadLayout {
   static_assert(HD % 16 == 0 && HD <= 256, "head_dim");
@@ -85,15 +90,30 @@ struct HeadLayout {
   static constexpr int kCV = largest_piece(kVWords);
   static constexpr int kNK = kKWords / kCK;  // pieces per key
   static constexpr int kNV = kVWords / kCV;
-  static constexpr int kSteps = HD / 16;  // k-steps of q . k, m-tiles of o
-  // Words a lane stages per tile: 2 keys of K, 4 of V.
-  static constexpr int kLaneWords = 2 * kKWords + 4 * kVWords;
+  static constexpr int kSteps = HD / 16;      // k-steps of q . k, m-tiles of o
+  static constexpr int kRowChunks = HD / 8;   // 16-byte chunks per key
+  static constexpr int kRowWords = HD / 2;
+  static constexpr int kKeysPerCopy = 32 / kRowChunks;  // keys per warp copy instruction
+  static constexpr int kCopies = 16 / kKeysPerCopy;     // per tile, for K and again for V
+  static constexpr int kTileWords = 2 * 16 * kRowWords;  // K and V of 16 keys
+  static constexpr bool kSwizzle = kRowChunks >= 8;     // rows of 128 bytes or more
 
   __device__ static int k_element(int w, int c) {
     return (w / kCK) * 8 * kCK + c * 2 * kCK + 2 * (w % kCK);
   }
   __device__ static int v_element(int w, int g) {
     return (w / kCV) * 16 * kCV + g * 2 * kCV + 2 * (w % kCV);
+  }
+  // K reads: lanes 0-7 are rows g, g + 1 (one even, one odd) at the same chunks.
+  __device__ static int k_swizzle(int key) { return kSwizzle ? (key & 1) << 2 : 0; }
+  // V reads: lanes 0-7 are rows 2c (four of them) at chunks g and g + 1.
+  __device__ static int v_swizzle(int key) { return kSwizzle ? ((key >> 1) & 3) << 1 : 0; }
+  // Word of element `e` of key `key` in a [16][HD] region.
+  __device__ static int k_word(int key, int e) {
+    return key * kRowWords + (((e / 8) ^ k_swizzle(key)) * 8 + e % 8) / 2;
+  }
+  __device__ static int v_word(int key, int e) {
+    return key * kRowWords + (((e / 8) ^ v_swizzle(key)) * 8 + e % 8) / 2;
   }
 };
 

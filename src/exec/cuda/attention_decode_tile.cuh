@@ -1,6 +1,7 @@
 #pragma once
-// The steps of one decode work item (attention_decode.cu): listing the items of all rows, one
-// 16-key tile of the online softmax, and the merge of the block's warps into one partial.
+// The steps of one decode work item (attention_decode.cu): listing the items of all rows, the
+// copies of a 16-key tile, one tile of the online softmax, and the merge of the block's warps;
+// attention_decode_merge.cuh merges the pieces of a row.
 #include <cmath>
 
 #include "exec/cuda/attention_decode.cuh"
@@ -9,13 +10,14 @@
 namespace paceline::cuda::decode {
 
 constexpr int kWarps = 4;   // per block; a piece is cut into rounds of kWarps 16-key tiles
-constexpr int kStages = 3;  // tiles in shared memory per warp: two in flight while one computes
+constexpr int kStages = 2;  // tiles in shared memory per warp: one in flight while one computes
 constexpr int kMaxRowsPerLaunch = 512;  // bounds the row table in shared memory
+constexpr int kMaxKvHeads = 64;         // bounds the merge's arrival counters
 constexpr unsigned kFull = 0xffffffffu;
 
 template <int HD, int WARPS, int STAGES>
 constexpr int staging_words() {
-  return STAGES * WARPS * 32 * HeadLayout<HD>::kLaneWords;
+  return STAGES * WARPS * HeadLayout<HD>::kTileWords;
 }
 __host__ __device__ constexpr int prefix_ints(int rows) { return (rows + 1 + 3) / 4 * 4; }
 template <int HD, int WARPS, int STAGES>
@@ -65,15 +67,36 @@ __device__ inline int list_items(const int32_t* rows, int num_rows, DecodeSplits
   return prefix[num_rows];
 }
 
-// One 16-key tile of a warp, staged at `st` (HeadLayout): scores of the group's heads (row g of
-// S is head g), the online softmax in base 2, and o += p . v. Lane (g, c) keeps head g's running
-// max and its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
+// Starts the copies of the 16 keys of a tile into `st` ([16][HD] K, then V): copy j, lane l
+// takes key j * kKeysPerCopy + l / kRowChunks, chunk l % kRowChunks. slot_of(k) gives key k's
+// slot (a shuffle from the lane holding it).
+template <int HD, typename SlotOf>
+__device__ __forceinline__ void copy_tile(uint32_t* st, int lane, const bf16* k_head,
+                                          const bf16* v_head, int64_t kv_size, SlotOf slot_of) {
+  using L = HeadLayout<HD>;
+  const int chunk = lane % L::kRowChunks;
+#pragma unroll
+  for (int j = 0; j < L::kCopies; ++j) {
+    const int key = j * L::kKeysPerCopy + lane / L::kRowChunks;
+    const int64_t at = static_cast<int64_t>(slot_of(key)) * kv_size + chunk * 8;
+    cp_async<16>(smem_address(st + key * L::kRowWords + (chunk ^ L::k_swizzle(key)) * 4),
+                 k_head + at);
+    cp_async<16>(smem_address(st + 16 * L::kRowWords + key * L::kRowWords +
+                              (chunk ^ L::v_swizzle(key)) * 4),
+                 v_head + at);
+  }
+}
+
+// One 16-key tile of a warp, staged at `st`: scores of the group's heads (row g of S is head
+// g), the online softmax in base 2, and o += p . v. Lane (g, c) keeps head g's running max and
+// its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
 template <int HD>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],
                                             float& m_run, float& l_run,
                                             float (&acc)[HeadLayout<HD>::kSteps][4]) {
   using L = HeadLayout<HD>;
+  const int g = lane / 4;
   const int c = lane % 4;
   float s[2][4];
 #pragma unroll
@@ -81,7 +104,7 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     uint32_t kw[L::kKWords];
 #pragma unroll
     for (int i = 0; i < L::kNK; ++i) {
-      load_words<L::kCK>(kw + i * L::kCK, st + ((half * L::kNK + i) * 32 + lane) * L::kCK);
+      load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
     }
     s[half][0] = s[half][1] = s[half][2] = s[half][3] = 0.0f;
 #pragma unroll
@@ -116,13 +139,14 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
   const float a_lo = __shfl_sync(kFull, alpha, 8 * c);      // head 2c's lanes have g = 2c
   const float a_hi = __shfl_sync(kFull, alpha, 8 * c + 4);  // and head 2c + 1's, g = 2c + 1
 
-  const uint32_t* sv = st + 2 * 32 * L::kKWords;
+  const uint32_t* sv = st + 16 * L::kRowWords;
   uint32_t vw[4][L::kVWords];
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
+    const int key = (v / 2) * 8 + 2 * c + v % 2;
 #pragma unroll
     for (int i = 0; i < L::kNV; ++i) {
-      load_words<L::kCV>(vw[v] + i * L::kCV, sv + ((v * L::kNV + i) * 32 + lane) * L::kCV);
+      load_words<L::kCV>(vw[v] + i * L::kCV, sv + L::v_word(key, L::v_element(i * L::kCV, g)));
     }
   }
 #pragma unroll
@@ -168,12 +192,14 @@ __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, 
   __syncthreads();
 }
 
-// The block's partial for each head h of the group: o unnormalized, (max, sum) in base 2, at
-// item index first + h * max_splits.
+// Combines the warps (merge_warps' shared memory) into the block's piece for each head h of the
+// group: o unnormalized, (max, sum) in base 2. A row of one piece gets its output directly
+// (a / l, the bits the merge would give: its weight is exp2(0) = 1); otherwise the piece goes
+// to partial_* at index first + h * max_splits. Returns whether the block stored a piece.
 template <int HD, int WARPS>
-__device__ __forceinline__ void write_partial(const uint32_t* smem, int group, int max_splits,
-                                              int64_t first, float* partial_acc,
-                                              float* partial_ml) {
+__device__ __forceinline__ bool write_piece(const uint32_t* smem, int group, int max_splits,
+                                            int64_t first, bool single, bf16* out_row,
+                                            float* partial_acc, float* partial_ml) {
   const float* sm_m = reinterpret_cast<const float*>(smem);
   const float* sm_l = sm_m + WARPS * 8;
   const float* sm_o = sm_l + WARPS * 8;
@@ -190,6 +216,10 @@ __device__ __forceinline__ void write_partial(const uint32_t* smem, int group, i
       a += f * sm_o[(w * 8 + h) * HD + d];
       l += f * sm_l[w * 8 + h];
     }
+    if (single) {
+      out_row[t] = __float2bfloat16(a / l);
+      continue;
+    }
     const int64_t idx = first + static_cast<int64_t>(h) * max_splits;
     partial_acc[idx * HD + d] = a;
     if (d == 0) {
@@ -197,7 +227,7 @@ __device__ __forceinline__ void write_partial(const uint32_t* smem, int group, i
       partial_ml[idx * 2 + 1] = l;
     }
   }
-  __syncthreads();  // the next item's copies overwrite this scratch
+  return !single;
 }
 
 }  // namespace paceline::cuda::decode

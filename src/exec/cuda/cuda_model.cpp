@@ -80,10 +80,7 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     if (n.decode_rows > 0) {
       PACELINE_CUDA_CHECK(launch_attention_decode(
           a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodePlan, shape, rows, cache,
-          a.partial_acc.as<float>(), a.partial_ml.as<float>(), stream_));
-      PACELINE_CUDA_CHECK(launch_attention_decode_merge(
-          a.partial_acc.as<float>(), a.partial_ml.as<float>(), in.decode_rows(), n.decode_rows,
-          kDecodePlan, shape, rows, a.attn.as<bf16>(), stream_));
+          a.partial_acc.as<float>(), a.partial_ml.as<float>(), a.attn.as<bf16>(), stream_));
     }
     if (n.tiles > 0) {
       PACELINE_CUDA_CHECK(launch_attention_prefill(a.qkv.as<float>(), in.tiles(), n.tiles, shape,

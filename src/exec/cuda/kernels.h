@@ -57,7 +57,8 @@ cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape
 // through the items (attention_decode.cu). The plan depends only on the row's own context and
 // the fixed constants in `splits`, never on the batch, so a row gets the same bits in any batch,
 // eager or replayed from a CUDA graph. partial_acc: [num_rows][num_heads][max_splits][head_dim],
-// partial_ml: [..][max_splits][2]. head_dim must be 16, 32, 64, 128 or 256, the group <= 8.
+// partial_ml: [..][max_splits][2] (scratch). head_dim must be 16, 32, 64, 128 or 256, the group
+// <= 8, KV heads <= 64.
 struct DecodeSplits {
   int max_splits = 32;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
@@ -85,23 +86,19 @@ PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSpl
 }
 
 bool decode_attention_supported(AttentionShape shape);
+// Writes out ([rows][q_size], bf16) for the listed rows; rows without keys (padding) get zeros.
+// One launch at a time per device: the merge counts pieces in a global array.
 cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int num_rows,
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
-                                    cudaStream_t stream);
-// Merges the pieces of launch_attention_decode into out ([rows][q_size], bf16); rows without
-// keys (padding) get zeros.
-cudaError_t launch_attention_decode_merge(const float* partial_acc, const float* partial_ml,
-                                          const int32_t* rows, int num_rows, DecodeSplits splits,
-                                          AttentionShape shape, RowInputs in, bf16* out,
-                                          cudaStream_t stream);
-// The same attention with another pipeline shape (warps per block, shared-memory stages), for
-// the benchmark in tests/cuda; head_dim 128 only. Another warp count deals the tiles another
-// way, so results match launch_attention_decode to rounding, not bit for bit.
+                                    bf16* out, cudaStream_t stream);
+// The same attention with another pipeline shape (warps per block, shared-memory stages: 4 and
+// 2, 4 and 3, 8 and 2), for the benchmark in tests/cuda; head_dim 128 only. Another warp count
+// deals the tiles another way, so results match launch_attention_decode to rounding only.
 cudaError_t launch_attention_decode_variant(int warps, int stages, const float* qkv,
                                             const int32_t* rows, int num_rows, DecodeSplits splits,
                                             AttentionShape shape, RowInputs in, LayerCache cache,
-                                            float* partial_acc, float* partial_ml,
+                                            float* partial_acc, float* partial_ml, bf16* out,
                                             cudaStream_t stream);
 
 // Prefill attention over tiles of consecutive rows of one sequence (tiles: [num_tiles][3] =
