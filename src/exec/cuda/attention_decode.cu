@@ -8,8 +8,8 @@
 // copies its tiles with cp.async into its own shared-memory stages, whole 128-byte lines per
 // copy (attention_decode.cuh), one tile in flight while it computes the last. The group's query
 // heads share every K/V byte on the tensor cores. The block merges its warps' softmax states
-// into one piece, and the block that stores a row's last piece merges the row
-// (attention_decode_merge.cuh).
+// into one piece (a row of one piece gets its output here); a second kernel merges the pieces
+// of each row (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -22,10 +22,8 @@
 namespace paceline::cuda {
 namespace decode {
 
-// Pieces stored per (row of the launch, KV head); every merge sets its counter back to 0, so
-// the array is all zeros between launches (launches on one stream, one after the other).
-__device__ int g_piece_counters[kMaxRowsPerLaunch * kMaxKvHeads];
-
+// 168 registers for the production shape (ptxas, CUDA 13.0): three blocks per SM, as many as
+// its shared memory allows. A bound of three blocks made ptxas spill.
 template <int HD, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
@@ -138,11 +136,8 @@ __global__ void __launch_bounds__(WARPS * 32)
     const int64_t first = (static_cast<int64_t>(r) * shape.num_heads + kv_head * group) *
                               splits.max_splits + split;
     bf16* out_row = out + (static_cast<int64_t>(ri.x) * shape.num_heads + kv_head * group) * HD;
-    if (write_piece<HD, WARPS>(smem, group, splits.max_splits, first, plan.count == 1, out_row,
-                               partial_acc, partial_ml)) {
-      merge_if_last<HD>(smem, &g_piece_counters[r * kv_heads + kv_head], plan.count, group,
-                        splits.max_splits, first - split, out_row, partial_acc, partial_ml);
-    }
+    write_piece<HD, WARPS>(smem, group, splits.max_splits, first, plan.count == 1, out_row,
+                           partial_acc, partial_ml);
     __syncthreads();  // the next item's copies overwrite the shared memory
   }
 }
@@ -182,10 +177,17 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     const int blocks = persistent_blocks(reinterpret_cast<const void*>(kernel), WARPS * 32, smem,
                                          static_cast<int64_t>(n) * shape.num_kv_heads *
                                              splits.max_splits);
+    float* acc = partial_acc + first * head_stride * HD;
+    float* ml = partial_ml + first * head_stride * 2;
     kernel<<<blocks, WARPS * 32, smem, stream>>>(qkv, rows + first, n, splits, shape, in, cache,
-                                                 partial_acc + first * head_stride * HD,
-                                                 partial_ml + first * head_stride * 2, out);
-    const cudaError_t e = cudaGetLastError();
+                                                 acc, ml, out);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    const int merge_smem = static_cast<int>(sizeof(float)) *
+                           (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
+    merge_kernel<HD><<<dim3(n, shape.num_kv_heads), kMergeThreads, merge_smem, stream>>>(
+        acc, ml, rows + first, splits, shape, in, out);
+    e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

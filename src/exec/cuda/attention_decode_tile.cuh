@@ -1,7 +1,6 @@
 #pragma once
 // The steps of one decode work item (attention_decode.cu): listing the items of all rows, the
-// copies of a 16-key tile, one tile of the online softmax, and the merge of the block's warps;
-// attention_decode_merge.cuh merges the pieces of a row.
+// copies of a 16-key tile, one tile of the online softmax, and the merge of the block's warps.
 #include <cmath>
 
 #include "exec/cuda/attention_decode.cuh"
@@ -12,7 +11,7 @@ namespace paceline::cuda::decode {
 constexpr int kWarps = 4;   // per block; a piece is cut into rounds of kWarps 16-key tiles
 constexpr int kStages = 2;  // tiles in shared memory per warp: one in flight while one computes
 constexpr int kMaxRowsPerLaunch = 512;  // bounds the row table in shared memory
-constexpr int kMaxKvHeads = 64;         // bounds the merge's arrival counters
+constexpr int kMaxKvHeads = 64;
 constexpr unsigned kFull = 0xffffffffu;
 
 template <int HD, int WARPS, int STAGES>
@@ -195,9 +194,9 @@ __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, 
 // Combines the warps (merge_warps' shared memory) into the block's piece for each head h of the
 // group: o unnormalized, (max, sum) in base 2. A row of one piece gets its output directly
 // (a / l, the bits the merge would give: its weight is exp2(0) = 1); otherwise the piece goes
-// to partial_* at index first + h * max_splits. Returns whether the block stored a piece.
+// to partial_* at index first + h * max_splits.
 template <int HD, int WARPS>
-__device__ __forceinline__ bool write_piece(const uint32_t* smem, int group, int max_splits,
+__device__ __forceinline__ void write_piece(const uint32_t* smem, int group, int max_splits,
                                             int64_t first, bool single, bf16* out_row,
                                             float* partial_acc, float* partial_ml) {
   const float* sm_m = reinterpret_cast<const float*>(smem);
@@ -227,7 +226,6 @@ __device__ __forceinline__ bool write_piece(const uint32_t* smem, int group, int
       partial_ml[idx * 2 + 1] = l;
     }
   }
-  return !single;
 }
 
 }  // namespace paceline::cuda::decode

@@ -20,9 +20,11 @@ namespace paceline::cuda {
 
 // The decode attention's split plan (kernels.h: decode_split_plan): at most kDecodeSplits pieces
 // of at least kDecodeMinChunk keys per (row, KV head). Fixed, so that a row's plan depends on its
-// own context only, never on the batch; 32 pieces x 8 KV heads fill the H200's 132 SMs twice over
-// at batch 1 from 4k keys up. kDecodeSplits also sizes the partials (Activations).
-inline constexpr int kDecodeSplits = 32;
+// own context only, never on the batch. 16 pieces x 8 KV heads put a block on 128 of the H200's
+// 132 SMs at batch 1 from 2k keys up; more pieces were slower on the H200 at every batch from 4
+// up (each piece costs a few memory round trips that stream nothing) and no faster at batch 1
+// (docs/performance.md). kDecodeSplits also sizes the partials (Activations).
+inline constexpr int kDecodeSplits = 16;
 inline constexpr int kDecodeMinChunk = 128;
 inline constexpr DecodeSplits kDecodePlan{kDecodeSplits, kDecodeMinChunk};
 

@@ -87,7 +87,7 @@ PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSpl
 
 bool decode_attention_supported(AttentionShape shape);
 // Writes out ([rows][q_size], bf16) for the listed rows; rows without keys (padding) get zeros.
-// One launch at a time per device: the merge counts pieces in a global array.
+// Two kernels: the attention over the pieces, then their merge.
 cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int num_rows,
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
