@@ -21,9 +21,9 @@ namespace paceline::cuda {
 // The decode attention's split plan (kernels.h: decode_split_plan): at most kDecodeSplits pieces
 // of at least kDecodeMinChunk keys per (row, KV head). Fixed, so that a row's plan depends on its
 // own context only, never on the batch. 16 pieces x 8 KV heads put a block on 128 of the H200's
-// 132 SMs at batch 1 from 2k keys up; more pieces were slower on the H200 at every batch from 4
-// up (each piece costs a few memory round trips that stream nothing) and no faster at batch 1
-// (docs/performance.md). kDecodeSplits also sizes the partials (Activations).
+// 132 SMs at batch 1 from 2k keys up. 32 pieces were 3-5% slower at 8k from batch 4 (each piece
+// costs a few memory round trips that stream nothing), 6-10% faster at batch 1 from 32k, within
+// 5% elsewhere (docs/performance.md). kDecodeSplits also sizes the partials (Activations).
 inline constexpr int kDecodeSplits = 16;
 inline constexpr int kDecodeMinChunk = 128;
 inline constexpr DecodeSplits kDecodePlan{kDecodeSplits, kDecodeMinChunk};

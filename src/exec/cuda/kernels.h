@@ -60,7 +60,7 @@ cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape
 // partial_ml: [..][max_splits][2] (scratch). head_dim must be 16, 32, 64, 128 or 256, the group
 // <= 8, KV heads <= 64.
 struct DecodeSplits {
-  int max_splits = 32;  // pieces per row at most (the partials' stride)
+  int max_splits = 16;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
 };
 
