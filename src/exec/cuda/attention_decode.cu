@@ -1,229 +1,244 @@
-// Paged attention for rows with one query token each (decode, speculative verify): one block per
-// (row, KV head, split), GQA-aware (the group's query heads share every K/V load), then a merge
-// of the splits. The keys go in chunks of 32, one per warp pass (a lane scores one key), dealt
-// round-robin to the splits' warps, so a long context is spread over num_splits blocks. The
-// dealing depends only on the row's context and the fixed num_splits, never on the batch: a
-// row's result is the same bits in any batch, eager or replayed from a CUDA graph.
-#include "exec/cuda/device_utils.cuh"
-#include "exec/cuda/kernels.h"
+// Paged flash-decoding for rows with one query token each (decode, speculative verify).
+//
+// Work items are (row, KV head, piece of the context) with the pieces of decode_split_plan,
+// which depends only on the row's own context (kernels.h): batch invariance. A persistent grid
+// (as many blocks as fit on the GPU, fixed per row count, so CUDA graphs can capture it) lists
+// the items of all rows and takes them in turn; a padding row or a short context has fewer
+// items, never idle blocks. A block's warps take the piece's 16-key tiles round-robin; each warp
+// copies its tiles with cp.async into its own shared-memory stages, whole 128-byte lines per
+// copy (attention_decode.cuh), one tile in flight while it computes the last. The group's query
+// heads share every K/V byte on the tensor cores. The block merges its warps' softmax states
+// into one piece (a row of one piece gets its output here); a second kernel merges the pieces
+// of each row (attention_decode_merge.cuh).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "exec/cuda/attention_decode_merge.cuh"
+#include "exec/cuda/attention_decode_tile.cuh"
 
 namespace paceline::cuda {
-namespace {
+namespace decode {
 
-constexpr int kWarps = 4;
-constexpr int kMaxGroup = 8;
+// 168 registers for the production shape (ptxas, CUDA 13.0): three blocks per SM, as many as
+// its shared memory allows. A bound of three blocks made ptxas spill.
+template <int HD, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
+                  DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
+                  float* __restrict__ partial_acc, float* __restrict__ partial_ml,
+                  bf16* __restrict__ out) {
+  using L = HeadLayout<HD>;
+  extern __shared__ __align__(16) uint32_t smem[];
+  uint32_t* staging = smem;
+  int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES>());
+  int4* info = reinterpret_cast<int4*>(prefix + prefix_ints(num_rows));
 
-template <int EPL>  // elements of a head per lane: head_dim <= 32 * EPL
-__global__ void __launch_bounds__(kWarps * 32)
-    attention_decode_kernel(const float* qkv, const int32_t* rows, int num_splits,
-                            AttentionShape shape, RowInputs in, LayerCache cache,
-                            float* partial_acc, float* partial_ml) {
-  constexpr int HD = 32 * EPL;
-  __shared__ float q_s[kMaxGroup][HD];
-  __shared__ float p_s[kWarps][kMaxGroup][32];
-  __shared__ float w_m[kWarps][kMaxGroup];
-  __shared__ float w_l[kWarps][kMaxGroup];
-  __shared__ float w_acc[kWarps][kMaxGroup][HD];
-
-  const int row = rows[blockIdx.x];
-  const int kv_head = blockIdx.y;
-  const int split = blockIdx.z;
-  const int end = in.positions[row] + 1;  // keys [0, end)
-  const int first = (split * kWarps) * 32;
-  if (first >= end) return;  // this row needs fewer splits (or none: a padding row)
-
-  const int hd = shape.head_dim;
-  const int group = shape.num_heads / shape.num_kv_heads;
-  const int q_size = shape.num_heads * hd;
-  const int kv_size = shape.num_kv_heads * hd;
+  const int kv_heads = shape.num_kv_heads;
+  const int total = list_items(rows, num_rows, splits, kv_heads, in, prefix, info);
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const float scale = rsqrtf(static_cast<float>(hd));
-
-  const float* q = qkv + static_cast<int64_t>(row) * (q_size + 2 * kv_size) + kv_head * group * hd;
-  for (int i = threadIdx.x; i < kMaxGroup * HD; i += blockDim.x) {
-    const int g = i / HD;
-    const int d = i % HD;
-    q_s[g][d] = (g < group && d < hd) ? q[g * hd + d] : 0.0f;
-  }
-  __syncthreads();
-
-  const int32_t* blocks = in.blocks + in.seq_block_offset[in.row_seq[row]];
-  const int bs = cache.block_size;
-  float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][EPL];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) acc[g][e] = 0.0f;
+  const int g = lane / 4;
+  const int c = lane % 4;
+  const int group = shape.num_heads / kv_heads;
+  const int kv_size = kv_heads * HD;
+  const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
+  // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
+  const float q_scale = rsqrtf(static_cast<float>(HD)) * 1.4426950408889634f;
+  uint32_t* my_stage = staging + warp * L::kTileWords;
+  // Rows without keys (padding) get zeros, as the rest of the forward expects finite values.
+  for (int pr = blockIdx.x; pr < num_rows; pr += gridDim.x) {
+    if (info[pr].y > 0) continue;
+    bf16* o = out + static_cast<int64_t>(info[pr].x) * shape.num_heads * HD;
+    for (int i = threadIdx.x; i < shape.num_heads * HD; i += blockDim.x) o[i] = __float2bfloat16(0.0f);
   }
 
-  for (int base = first + warp * 32; base < end; base += num_splits * kWarps * 32) {
-    const int k = base + lane;
-    const bool valid = k < end;
-    const int block_id = valid ? blocks[k / bs] : 0;
-    const int64_t slot = static_cast<int64_t>(block_id) * bs + k % bs;
-    float s[kMaxGroup];
+  for (int item = blockIdx.x; item < total; item += gridDim.x) {
+    int r = 0;  // the last row whose items start at or before `item`
+    for (int hi = num_rows; hi - r > 1;) {
+      const int mid = (r + hi) / 2;
+      if (prefix[mid] <= item) r = mid; else hi = mid;
+    }
+    const int4 ri = info[r];  // row, context, block-table offset
+    const int local = item - prefix[r];
+    const int split = local / kv_heads;
+    const int kv_head = local % kv_heads;
+    const DecodeSplitPlan plan = decode_split_plan(ri.y, splits);
+    const int k0 = split * plan.chunk;
+    const int k_end = min(k0 + plan.chunk, ri.y);
+    const int tiles = (k_end - k0 + 15) / 16;
+    const int my_tiles = warp < tiles ? (tiles - 1 - warp) / WARPS + 1 : 0;
+    const int32_t* blocks = in.blocks + ri.z;
+    const int bs = cache.block_size;
+    const int64_t head_off = static_cast<int64_t>(kv_head) * HD;
+
+    // Slot of key (lane % 16) of this warp's tile j, clamped into the piece: a clamped key's
+    // copy is real data that the mask then ignores.
+    auto slot_of = [&](int j) {
+      const int key = min(k0 + (warp + j * WARPS) * 16 + lane % 16, k_end - 1);
+      return blocks[key / bs] * bs + key % bs;
+    };
+    // Starts the copies of tile j into stage `stage`; key k of the tile has its slot in lane
+    // `from + k`.
+    auto issue = [&](int j, int stage, int slot, int from) {
+      if (j >= my_tiles) return;
+      copy_tile<HD>(my_stage + stage * WARPS * L::kTileWords, lane, cache.k + head_off,
+                    cache.v + head_off, kv_size,
+                    [&](int key) { return __shfl_sync(kFull, slot, from + key); });
+    };
+
+    // Prologue: the first STAGES - 1 tiles, two tiles' slots per load of the block table.
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
-    if (valid) {
-      const bf16* key = cache.k + slot * kv_size + kv_head * hd;
-      for (int d = 0; d < hd; d += 8) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(key + d);
-        const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float2 kf = __bfloat1622float2(pairs[j]);
-#pragma unroll
-          for (int g = 0; g < kMaxGroup; ++g) {
-            s[g] += q_s[g][d + 2 * j] * kf.x + q_s[g][d + 2 * j + 1] * kf.y;
-          }
-        }
+    for (int j = 0; j < STAGES - 1; j += 2) {
+      const int jj = j + lane / 16;
+      const int slot = jj < my_tiles ? slot_of(jj) : 0;
+      issue(j, j, slot, 0);
+      cp_async_commit();
+      if (j + 1 < STAGES - 1) {
+        issue(j + 1, j + 1, slot, 16);
+        cp_async_commit();
       }
     }
+    int next_slot = STAGES - 1 < my_tiles ? slot_of(STAGES - 1) : 0;
+
+    // q of head g of the group, in this lane's K order.
+    uint32_t qa[L::kKWords];
+    {
+      const float* q = qkv + static_cast<int64_t>(ri.x) * qkv_width +
+                       static_cast<int64_t>(kv_head * group + min(g, group - 1)) * HD;
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= group) break;
-      const float score = valid ? s[g] * scale : -INFINITY;
-      const float m_new = fmaxf(m[g], warp_max(score));
-      const float alpha = expf(m[g] - m_new);
-      const float p = valid ? expf(score - m_new) : 0.0f;
-      l[g] = l[g] * alpha + p;
-#pragma unroll
-      for (int e = 0; e < EPL; ++e) acc[g][e] *= alpha;
-      m[g] = m_new;
-      p_s[warp][g][lane] = p;
-    }
-    __syncwarp();
-    const int count = min(32, end - base);
-    for (int j = 0; j < count; ++j) {
-      const int bj = __shfl_sync(0xffffffffu, block_id, j);
-      const int64_t slot_j = static_cast<int64_t>(bj) * bs + (base + j) % bs;
-      const int d0 = lane * EPL;
-      if (d0 < hd) {
-        const bf16* value = cache.v + slot_j * kv_size + kv_head * hd + d0;
-        float v[EPL];
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) v[e] = __bfloat162float(value[e]);
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) {
-          if (g >= group) break;
-          const float p = p_s[warp][g][j];
-#pragma unroll
-          for (int e = 0; e < EPL; ++e) acc[g][e] += p * v[e];
-        }
+      for (int w = 0; w < L::kKWords; ++w) {
+        const float2 v = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
+        qa[w] = g < group ? pack_bf16(v.x * q_scale, v.y * q_scale) : 0u;
       }
     }
-    __syncwarp();
-  }
 
-  // Merge the warps' running softmax states.
+    float m_run = -INFINITY, l_run = 0.0f;
+    float acc[L::kSteps][4];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g >= group) break;
-    const float lsum = warp_sum(l[g]);
-    if (lane == 0) {
-      w_m[warp][g] = m[g];
-      w_l[warp][g] = lsum;
+    for (int mt = 0; mt < L::kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
+
+    for (int j = 0; j < my_tiles; ++j) {
+      cp_async_wait<STAGES - 2>();  // tile j has landed
+      __syncwarp();                 // other lanes' copies are visible, the last tile is read
+      issue(j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
+      cp_async_commit();
+      if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
+      const uint32_t* st = my_stage + (j % STAGES) * WARPS * L::kTileWords;
+      const int tb = k0 + (warp + j * WARPS) * 16;
+      tile_update<HD>(st, lane, tb, k_end, qa, m_run, l_run, acc);
     }
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) w_acc[warp][g][lane * EPL + e] = acc[g][e];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < group * hd; i += blockDim.x) {
-    const int g = i / hd;
-    const int d = i % hd;
-    float mm = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, w_m[w][g]);
-    float ll = 0.0f, aa = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = w_m[w][g] == -INFINITY ? 0.0f : expf(w_m[w][g] - mm);
-      ll += w_l[w][g] * f;
-      aa += w_acc[w][g][d] * f;
-    }
-    const int head = kv_head * group + g;
-    const int64_t idx =
-        (static_cast<int64_t>(blockIdx.x) * shape.num_heads + head) * num_splits + split;
-    partial_acc[idx * hd + d] = aa;
-    if (d == 0) {
-      partial_ml[idx * 2] = mm;
-      partial_ml[idx * 2 + 1] = ll;
-    }
+    cp_async_wait<0>();
+
+    merge_warps<HD, WARPS>(smem, warp, lane, group, m_run, l_run, acc);
+    const int64_t first = (static_cast<int64_t>(r) * shape.num_heads + kv_head * group) *
+                              splits.max_splits + split;
+    bf16* out_row = out + (static_cast<int64_t>(ri.x) * shape.num_heads + kv_head * group) * HD;
+    write_piece<HD, WARPS>(smem, group, splits.max_splits, first, plan.count == 1, out_row,
+                           partial_acc, partial_ml);
+    __syncthreads();  // the next item's copies overwrite the shared memory
   }
 }
 
-__global__ void attention_decode_merge_kernel(const float* partial_acc, const float* partial_ml,
-                                              const int32_t* rows, int num_splits,
-                                              AttentionShape shape, RowInputs in, bf16* out) {
-  const int row = rows[blockIdx.x];
-  const int head = blockIdx.y;
-  const int hd = shape.head_dim;
-  const int ctx = in.positions[row] + 1;
-  const int splits = min(num_splits, (ctx + kWarps * 32 - 1) / (kWarps * 32));
-  const int64_t first = (static_cast<int64_t>(blockIdx.x) * shape.num_heads + head) * num_splits;
-  float mm = -INFINITY;
-  for (int s = 0; s < splits; ++s) mm = fmaxf(mm, partial_ml[(first + s) * 2]);
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float ll = 0.0f, aa = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float f = expf(partial_ml[(first + s) * 2] - mm);
-      ll += partial_ml[(first + s) * 2 + 1] * f;
-      aa += partial_acc[(first + s) * hd + d] * f;
-    }
-    out[static_cast<int64_t>(row) * shape.num_heads * hd + head * hd + d] =
-        __float2bfloat16(splits > 0 ? aa / ll : 0.0f);
+// As many blocks as fit on the GPU at once (the occupancy of this kernel at this shared-memory
+// size), but no more than there can be items. Depends on the row count only, never on the rows'
+// contexts, so a CUDA graph captured for a batch size launches the right grid for any step.
+int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_items) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> per_sm;
+  static int sms = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (sms == 0) {
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   }
+  auto [it, fresh] = per_sm.try_emplace({kernel, smem}, 0);
+  if (fresh) cudaOccupancyMaxActiveBlocksPerMultiprocessor(&it->second, kernel, threads, smem);
+  return static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int EPL>
-void launch_decode(const float* qkv, const int32_t* rows, int num_rows, int num_splits,
+template <int HD, int WARPS, int STAGES>
+cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
-                   float* partial_ml, cudaStream_t stream) {
-  dim3 grid(num_rows, shape.num_kv_heads, num_splits);
-  attention_decode_kernel<EPL><<<grid, kWarps * 32, 0, stream>>>(
-      qkv, rows, num_splits, shape, in, cache, partial_acc, partial_ml);
+                   float* partial_ml, bf16* out, cudaStream_t stream) {
+  auto kernel = decode_kernel<HD, WARPS, STAGES>;
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      smem_bytes<HD, WARPS, STAGES>(kMaxRowsPerLaunch));
+  if (configured != cudaSuccess) return configured;
+  const int64_t head_stride = static_cast<int64_t>(shape.num_heads) * splits.max_splits;
+  for (int first = 0; first < num_rows; first += kMaxRowsPerLaunch) {
+    const int n = std::min(kMaxRowsPerLaunch, num_rows - first);
+    const int smem = smem_bytes<HD, WARPS, STAGES>(n);
+    const int blocks = persistent_blocks(reinterpret_cast<const void*>(kernel), WARPS * 32, smem,
+                                         static_cast<int64_t>(n) * shape.num_kv_heads *
+                                             splits.max_splits);
+    float* acc = partial_acc + first * head_stride * HD;
+    float* ml = partial_ml + first * head_stride * 2;
+    kernel<<<blocks, WARPS * 32, smem, stream>>>(qkv, rows + first, n, splits, shape, in, cache,
+                                                 acc, ml, out);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    const int merge_smem = static_cast<int>(sizeof(float)) *
+                           (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
+    merge_kernel<HD><<<dim3(n, shape.num_kv_heads), kMergeThreads, merge_smem, stream>>>(
+        acc, ml, rows + first, splits, shape, in, out);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
-}  // namespace
+bool valid(AttentionShape shape, DecodeSplits splits) {
+  return decode_attention_supported(shape) && splits.max_splits >= 1 && splits.min_chunk >= 1;
+}
+
+}  // namespace decode
+
+bool decode_attention_supported(AttentionShape s) {
+  const int hd = s.head_dim;
+  return s.num_kv_heads > 0 && s.num_kv_heads <= decode::kMaxKvHeads &&
+         s.num_heads % s.num_kv_heads == 0 && s.num_heads / s.num_kv_heads <= 8 &&
+         (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
+}
 
 cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int num_rows,
-                                    int num_splits, AttentionShape shape, RowInputs in,
+                                    DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
-                                    cudaStream_t stream) {
-  if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0 ||
-      shape.num_heads / shape.num_kv_heads > kMaxGroup || shape.head_dim % 8 != 0 ||
-      shape.head_dim > 256) {
-    return cudaErrorInvalidValue;
+                                    bf16* out, cudaStream_t stream) {
+  if (!decode::valid(shape, splits)) return cudaErrorInvalidValue;
+  if (num_rows <= 0) return cudaGetLastError();
+  using decode::kStages;
+  using decode::kWarps;
+  using decode::launch;
+  switch (shape.head_dim) {
+    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    default: return cudaErrorInvalidValue;
   }
-  if (num_rows <= 0 || num_splits <= 0) return cudaGetLastError();
-  const int hd = shape.head_dim;
-  if (hd <= 32) {
-    launch_decode<1>(qkv, rows, num_rows, num_splits, shape, in, cache, partial_acc, partial_ml,
-                     stream);
-  } else if (hd <= 64) {
-    launch_decode<2>(qkv, rows, num_rows, num_splits, shape, in, cache, partial_acc, partial_ml,
-                     stream);
-  } else if (hd <= 128) {
-    launch_decode<4>(qkv, rows, num_rows, num_splits, shape, in, cache, partial_acc, partial_ml,
-                     stream);
-  } else {
-    launch_decode<8>(qkv, rows, num_rows, num_splits, shape, in, cache, partial_acc, partial_ml,
-                     stream);
-  }
-  return cudaGetLastError();
 }
 
-cudaError_t launch_attention_decode_merge(const float* partial_acc, const float* partial_ml,
-                                          const int32_t* rows, int num_rows, int num_splits,
-                                          AttentionShape shape, RowInputs in, bf16* out,
-                                          cudaStream_t stream) {
-  if (num_rows > 0) {
-    dim3 grid(num_rows, shape.num_heads);
-    attention_decode_merge_kernel<<<grid, 128, 0, stream>>>(partial_acc, partial_ml, rows,
-                                                            num_splits, shape, in, out);
+cudaError_t launch_attention_decode_variant(int warps, int stages, const float* qkv,
+                                            const int32_t* rows, int num_rows, DecodeSplits splits,
+                                            AttentionShape shape, RowInputs in, LayerCache cache,
+                                            float* partial_acc, float* partial_ml, bf16* out,
+                                            cudaStream_t stream) {
+  if (!decode::valid(shape, splits) || shape.head_dim != 128) return cudaErrorInvalidValue;
+  if (num_rows <= 0) return cudaGetLastError();
+  using decode::launch;
+  switch (warps * 10 + stages) {
+    case 42: return launch<128, 4, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 43: return launch<128, 4, 3>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 82: return launch<128, 8, 2>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace paceline::cuda

@@ -16,9 +16,9 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
     fail("model {}: {} attention heads over {} KV heads is not supported by the CUDA kernels "
          "(groups of at most 8)", config.name, s.num_heads, s.num_kv_heads);
   }
-  if (s.head_dim % 8 != 0 || s.head_dim > 256) {
-    fail("model {}: head_dim {} is not supported by the CUDA kernels (a multiple of 8, <= 256)",
-         config.name, s.head_dim);
+  if (!decode_attention_supported(s)) {
+    fail("model {}: head_dim {} is not supported by the CUDA decode attention (16, 32, 64, 128 "
+         "or 256)", config.name, s.head_dim);
   }
   // The CPU reference's frequencies and attention factor (llama3 or YaRN scaling applied), so
   // both executors rotate by the same float32 numbers.
@@ -82,11 +82,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
         cache, stream_));
     if (n.decode_rows > 0) {
       PACELINE_CUDA_CHECK(launch_attention_decode(
-          a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodeSplits, shape, rows, cache,
-          a.partial_acc.as<float>(), a.partial_ml.as<float>(), stream_));
-      PACELINE_CUDA_CHECK(launch_attention_decode_merge(
-          a.partial_acc.as<float>(), a.partial_ml.as<float>(), in.decode_rows(), n.decode_rows,
-          kDecodeSplits, shape, rows, a.attn.as<bf16>(), stream_));
+          a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodePlan, shape, rows, cache,
+          a.partial_acc.as<float>(), a.partial_ml.as<float>(), a.attn.as<bf16>(), stream_));
     }
     if (n.tiles > 0) {
       PACELINE_CUDA_CHECK(launch_attention_prefill(a.qkv.as<float>(), in.tiles(), n.tiles, shape,

@@ -18,9 +18,15 @@
 
 namespace paceline::cuda {
 
-// Splits of the decode attention per (row, KV head): fixed, so that results never depend on the
-// batch (kernels.h).
+// The decode attention's split plan (kernels.h: decode_split_plan): at most kDecodeSplits pieces
+// of at least kDecodeMinChunk keys per (row, KV head). Fixed, so that a row's plan depends on its
+// own context only, never on the batch. 16 pieces x 8 KV heads put a block on 128 of the H200's
+// 132 SMs at batch 1 from 2k keys up. 32 pieces were 3-5% slower at 8k from batch 4 (each piece
+// costs a few memory round trips that stream nothing), 6-10% faster at batch 1 from 32k, within
+// 5% elsewhere (docs/performance.md). kDecodeSplits also sizes the partials (Activations).
 inline constexpr int kDecodeSplits = 16;
+inline constexpr int kDecodeMinChunk = 128;
+inline constexpr DecodeSplits kDecodePlan{kDecodeSplits, kDecodeMinChunk};
 
 struct StepCounts {
   int rows = 0;

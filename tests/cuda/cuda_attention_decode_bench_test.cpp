@@ -1,0 +1,158 @@
+// The decode attention's KV bandwidth on one layer of a Qwen3-8B-shaped cache (32 q heads, 8 KV
+// heads, head_dim 128, blocks of 16 in shuffled order): bytes of K and V read / kernel time, at
+// contexts 1k, 8k, 32k and 128k and batches 1, 4, 16 and 64, for the production plan and pipeline
+// and a few others. Runs only with PACELINE_DECODE_BENCH=1 (it takes 35 GB and a minute);
+// PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production only (for ncu).
+// Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
+// launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+
+#if PACELINE_HAVE_CUDA
+#include "decode_test_util.h"
+#include "exec/cuda/cuda_model.h"
+
+namespace paceline {
+namespace {
+
+using cuda::DeviceBuffer;
+
+constexpr double kCopyBytesPerSecond = 4.275e12;  // H200 device-to-device (../shared/guide/gpu.md)
+
+// Median milliseconds per launch of `body` (which enqueues `launches` launches on `stream`),
+// captured once in a graph.
+double time_graph(cudaStream_t stream, int launches, const std::function<void()>& body) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PACELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  body();
+  PACELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  PACELINE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t a, b;
+  PACELINE_CUDA_CHECK(cudaEventCreate(&a));
+  PACELINE_CUDA_CHECK(cudaEventCreate(&b));
+  PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    PACELINE_CUDA_CHECK(cudaEventRecord(a, stream));
+    PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    PACELINE_CUDA_CHECK(cudaEventRecord(b, stream));
+    PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    PACELINE_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t / launches);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(ms.begin(), ms.end());
+  return ms[2];
+}
+
+struct Config {
+  std::string name;
+  int warps = 0, stages = 0;  // 0: the production launcher
+  cuda::DecodeSplits splits = cuda::kDecodePlan;
+};
+
+TEST(CudaDecodeAttentionBench, KvBandwidth) {
+  PACELINE_REQUIRE_GPU();
+  if (std::getenv("PACELINE_DECODE_BENCH") == nullptr) {
+    GTEST_SKIP() << "set PACELINE_DECODE_BENCH=1 to time the decode attention";
+  }
+  const cuda::AttentionShape shape{32, 8, 128};
+  const int bs = 16;
+  const int64_t token_bytes = 2LL * shape.num_kv_heads * shape.head_dim * 2;  // K and V, bf16
+  const int64_t pool_tokens = 64LL * 131072 + 4096;
+  const int64_t pool_blocks = pool_tokens / bs;
+  const size_t half = static_cast<size_t>(pool_tokens * token_bytes / 2);
+  DeviceBuffer k(half), v(half);
+  {  // 64 MB of random bf16, repeated over the pool: real data, never zeros.
+    std::vector<uint16_t> chunk(32u << 20);
+    testing::FastRandom rng(5);
+    for (uint16_t& x : chunk) x = testing::bf16_bits(rng.uniform());
+    const size_t cb = chunk.size() * 2;
+    DeviceBuffer src = testing::upload(chunk);
+    for (size_t at = 0; at < half; at += cb) {
+      PACELINE_CUDA_CHECK(cudaMemcpy(k.as<char>() + at, src.as<void>(), std::min(cb, half - at),
+                                     cudaMemcpyDeviceToDevice));
+      PACELINE_CUDA_CHECK(cudaMemcpy(v.as<char>() + at, src.as<void>(), std::min(cb, half - at),
+                                     cudaMemcpyDeviceToDevice));
+    }
+  }
+  const std::vector<Config> configs = {
+      {"production (4 warps, 2 stages, 16 x >=128)", 0, 0, cuda::kDecodePlan},
+      {"4 warps, 3 stages", 4, 3, cuda::kDecodePlan},
+      {"plan 32 x >=128", 0, 0, {32, 128}},
+      {"plan 16 x >=256", 0, 0, {16, 256}},
+  };
+  int only_ctx = 0, only_batch = 0;
+  if (const char* only = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
+    ASSERT_EQ(std::sscanf(only, "%d,%d", &only_ctx, &only_batch), 2) << only;
+  }
+  cudaStream_t stream;
+  PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
+  std::printf("[ bench ] | context | batch | config | KV GB | us per launch | TB/s | "
+              "%% of 4.275 TB/s |\n");
+  for (int ctx : {1024, 8192, 32768, 131072}) {
+    for (int batch : {1, 4, 16, 64}) {
+      if (only_ctx != 0 && (ctx != only_ctx || batch != only_batch)) continue;
+      const double bytes = static_cast<double>(batch) * ctx * token_bytes;
+      const int rot = static_cast<int>(std::clamp(2e9 / bytes, 1.0, 32.0));
+      const int launches = std::max(rot, bytes > 4e9 ? 3 : 10);
+      std::vector<int> contexts(static_cast<size_t>(rot) * batch, ctx);
+      std::vector<std::vector<int32_t>> tables;
+      ASSERT_TRUE(testing::shuffled_tables(contexts, bs, pool_blocks, ctx + batch, tables));
+      testing::DecodeRows rows(contexts, tables);
+      const int width = (shape.num_heads + 2 * shape.num_kv_heads) * shape.head_dim;
+      std::vector<float> q(contexts.size() * static_cast<size_t>(width));
+      testing::FastRandom rng(7);
+      for (float& x : q) x = 4.0f * rng.uniform();
+      DeviceBuffer qkv = testing::upload(q);
+      const size_t parts = static_cast<size_t>(batch) * shape.num_heads * 64;
+      DeviceBuffer acc(parts * shape.head_dim * 4), ml(parts * 8);
+      DeviceBuffer out(contexts.size() * static_cast<size_t>(shape.num_heads) * shape.head_dim * 2);
+      const cuda::LayerCache cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
+      for (const Config& c : configs) {
+        if (only_ctx != 0 && &c != &configs[0]) continue;
+        auto enqueue = [&] {
+          for (int i = 0; i < launches; ++i) {
+            const int32_t* list = rows.rows.as<int32_t>() + (i % rot) * batch;
+            if (c.warps == 0) {
+              PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
+                  qkv.as<float>(), list, batch, c.splits, shape, rows.in(), cache,
+                  acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
+            } else {
+              PACELINE_CUDA_CHECK(cuda::launch_attention_decode_variant(
+                  c.warps, c.stages, qkv.as<float>(), list, batch, c.splits, shape, rows.in(),
+                  cache, acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
+            }
+          }
+        };
+        const double t = time_graph(stream, launches, enqueue);
+        const double tbs = bytes / (t * 1e-3) / 1e12;
+        std::printf("[ bench ] | %d | %d | %s | %.3f | %.1f | %.2f | %.0f%% |\n", ctx, batch,
+                    c.name.c_str(), bytes / 1e9, t * 1e3, tbs,
+                    100.0 * tbs * 1e12 / kCopyBytesPerSecond);
+        std::fflush(stdout);
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace paceline
+
+#else
+TEST(CudaDecodeAttentionBench, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+#endif

@@ -1,0 +1,261 @@
+// The decode attention kernels against a double-precision reference on the host: contexts from 1
+// key to 128k (block-size multiples and not, pieces of every length), GQA groups 1 to 8, head
+// dims 16 to 256, block sizes 16, 1, 7 and 32, a padding row; every output written. And a row's
+// bits do not depend on the batch it is in, on the order of the rows, or on graph replay.
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+
+#if PACELINE_HAVE_CUDA
+#include "decode_test_util.h"
+#include "exec/cuda/cuda_model.h"
+
+namespace paceline {
+namespace {
+
+using cuda::AttentionShape;
+using cuda::DeviceBuffer;
+using testing::DecodeRows;
+
+struct Problem {
+  AttentionShape shape;
+  int block_size = 16;
+  cuda::DecodeSplits splits = cuda::kDecodePlan;
+  std::vector<int> ctx;  // per row; 0 is a padding row
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<uint16_t> k, v;  // bf16 [slots][kv_heads][head_dim]
+  std::vector<float> qkv;      // [rows][q + 2 kv]
+  int64_t num_blocks = 0;
+
+  int width() const { return (shape.num_heads + 2 * shape.num_kv_heads) * shape.head_dim; }
+  int kv_size() const { return shape.num_kv_heads * shape.head_dim; }
+
+  Problem(AttentionShape s, int bs, std::vector<int> contexts, uint64_t seed)
+      : shape(s), block_size(bs), ctx(std::move(contexts)) {
+    for (int c : ctx) num_blocks += (c + bs - 1) / bs;
+    num_blocks += 3;
+    EXPECT_TRUE(testing::shuffled_tables(ctx, bs, num_blocks, seed, tables));
+    testing::FastRandom rng(seed * 7 + 1);
+    const size_t elems = static_cast<size_t>(num_blocks) * bs * kv_size();
+    k.resize(elems);
+    v.resize(elems);
+    for (size_t i = 0; i < elems; ++i) k[i] = testing::bf16_bits(rng.uniform());
+    for (size_t i = 0; i < elems; ++i) v[i] = testing::bf16_bits(rng.uniform());
+    // q large enough that the softmax is far from flat (scores with a spread of a few units).
+    qkv.resize(ctx.size() * static_cast<size_t>(width()));
+    for (float& x : qkv) x = 6.0f * rng.uniform();
+  }
+
+  // out[head][d] of row r, in double.
+  std::vector<double> reference(size_t r) const {
+    const int hd = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
+    std::vector<double> out(static_cast<size_t>(shape.num_heads) * hd, 0.0);
+    if (ctx[r] == 0) return out;
+    std::vector<double> s(static_cast<size_t>(ctx[r]));
+    for (int h = 0; h < shape.num_heads; ++h) {
+      const float* q = &qkv[r * width() + static_cast<size_t>(h) * hd];
+      const int kvh = h / group;
+      double mx = -INFINITY;
+      for (int key = 0; key < ctx[r]; ++key) {
+        const int64_t slot = int64_t{tables[r][key / block_size]} * block_size + key % block_size;
+        const uint16_t* kp = &k[static_cast<size_t>(slot * kv_size() + kvh * hd)];
+        double dot = 0;
+        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * testing::bf16_value(kp[d]);
+        s[key] = dot / std::sqrt(static_cast<double>(hd));
+        mx = std::max(mx, s[key]);
+      }
+      double sum = 0;
+      for (int key = 0; key < ctx[r]; ++key) sum += (s[key] = std::exp(s[key] - mx));
+      for (int key = 0; key < ctx[r]; ++key) {
+        const int64_t slot = int64_t{tables[r][key / block_size]} * block_size + key % block_size;
+        const uint16_t* vp = &v[static_cast<size_t>(slot * kv_size() + kvh * hd)];
+        for (int d = 0; d < hd; ++d) out[h * hd + d] += s[key] / sum * testing::bf16_value(vp[d]);
+      }
+    }
+    return out;
+  }
+};
+
+// The device side of a Problem, and launches of the kernels on it.
+struct OnDevice {
+  const Problem& p;
+  DeviceBuffer k, v, qkv, acc, ml, out;
+  DecodeRows rows;
+
+  explicit OnDevice(const Problem& pr)
+      : p(pr), k(testing::upload(pr.k)), v(testing::upload(pr.v)), qkv(testing::upload(pr.qkv)),
+        rows(pr.ctx, pr.tables) {
+    const size_t n = pr.ctx.size() * static_cast<size_t>(pr.shape.num_heads) * pr.splits.max_splits;
+    acc = DeviceBuffer(n * pr.shape.head_dim * sizeof(float));
+    ml = DeviceBuffer(n * 2 * sizeof(float));
+    out = DeviceBuffer(pr.ctx.size() * static_cast<size_t>(pr.shape.num_heads) * pr.shape.head_dim * 2);
+  }
+
+  // Attention for the rows listed (indices into the problem), into `out` poisoned beforehand.
+  void run(const std::vector<int32_t>& list, cudaStream_t stream = nullptr, bool poison = true) {
+    if (poison) PACELINE_CUDA_CHECK(cudaMemsetAsync(out.as<void>(), 0xff, out.bytes(), stream));
+    cuda::LayerCache cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
+    const int32_t* d_list = rows.rows.as<int32_t>();
+    if (!list.empty()) {
+      list_buf = testing::upload(list);
+      d_list = list_buf.as<int32_t>();
+    }
+    const int n = list.empty() ? rows.num_rows : static_cast<int>(list.size());
+    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits, p.shape,
+                                                      rows.in(), cache, acc.as<float>(),
+                                                      ml.as<float>(), out.as<cuda::bf16>(),
+                                                      stream));
+  }
+  std::vector<uint16_t> result() const {
+    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+    return testing::download<uint16_t>(out, out.bytes() / 2);
+  }
+  DeviceBuffer list_buf;
+};
+
+// Every row within tolerance of the reference; returns the worst relative error.
+double check_against_reference(const Problem& p, const std::vector<uint16_t>& got) {
+  const size_t per_row = static_cast<size_t>(p.shape.num_heads) * p.shape.head_dim;
+  double worst = 0;
+  for (size_t r = 0; r < p.ctx.size(); ++r) {
+    const std::vector<double> ref = p.reference(r);
+    double diff = 0, norm = 0;
+    bool finite = true;
+    for (size_t i = 0; i < per_row; ++i) {
+      const double g = testing::bf16_value(got[r * per_row + i]);
+      finite = finite && std::isfinite(g);
+      diff += (g - ref[i]) * (g - ref[i]);
+      norm += ref[i] * ref[i];
+    }
+    const double e = p.ctx[r] == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+    EXPECT_TRUE(finite) << "row " << r << " (context " << p.ctx[r] << ") was not written";
+    EXPECT_LE(e, p.ctx[r] == 0 ? 0.0 : testing::kBf16Tolerance)
+        << "row " << r << ", context " << p.ctx[r];
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+struct Case {
+  AttentionShape shape;
+  int block_size;
+  std::vector<int> ctx;
+};
+
+const std::vector<int> kShort = {1, 2, 15, 16, 17, 0, 63, 64, 65, 100, 1000, 4097, 9000};
+
+TEST(CudaDecodeAttention, MatchesReferenceAcrossShapesAndContexts) {
+  PACELINE_REQUIRE_GPU();
+  const std::vector<Case> cases = {
+      {{32, 8, 128}, 16, {1, 17, 0, 129, 4097, 33000, 131072}},  // Qwen3-8B, up to 128k
+      {{32, 8, 128}, 16, kShort},
+      {{64, 8, 128}, 16, kShort},  // group 8 (Qwen3-32B)
+      {{16, 8, 128}, 1, kShort},   // group 2, one key per block
+      {{8, 8, 256}, 7, kShort},    // group 1, blocks of 7
+      {{8, 1, 64}, 32, kShort},
+      {{4, 2, 32}, 16, kShort},    // the tiny Qwen3 fixture's shape
+      {{4, 1, 16}, 16, kShort},    // the tiny Llama fixture's
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    Problem p(c.shape, c.block_size, c.ctx, seed++);
+    OnDevice d(p);
+    d.run({});
+    const double e = check_against_reference(p, d.result());
+    std::printf("[ decode ] heads %d/%d, head_dim %d, block %d: worst relative error %.2e\n",
+                c.shape.num_heads, c.shape.num_kv_heads, c.shape.head_dim, c.block_size, e);
+  }
+}
+
+TEST(CudaDecodeAttention, OtherSplitPlansMatchReference) {
+  PACELINE_REQUIRE_GPU();
+  for (cuda::DecodeSplits s : {cuda::DecodeSplits{1, 128}, cuda::DecodeSplits{4, 64},
+                               cuda::DecodeSplits{64, 256}}) {
+    Problem p({32, 8, 128}, 16, kShort, 40 + s.max_splits);
+    p.splits = s;
+    OnDevice d(p);
+    d.run({});
+    const double e = check_against_reference(p, d.result());
+    std::printf("[ decode ] plan %d x >= %d keys: worst relative error %.2e\n", s.max_splits,
+                s.min_chunk, e);
+  }
+}
+
+// More rows than one launch takes (512): the launcher cuts them into several launches.
+TEST(CudaDecodeAttention, ManyRowsTakeSeveralLaunches) {
+  PACELINE_REQUIRE_GPU();
+  std::vector<int> ctx;
+  for (int i = 0; i < 700; ++i) ctx.push_back(i % 50 == 7 ? 0 : 1 + (i * 7919) % 400);
+  Problem p({8, 2, 64}, 16, ctx, 77);
+  OnDevice d(p);
+  d.run({});
+  const double e = check_against_reference(p, d.result());
+  std::printf("[ decode ] 700 rows: worst relative error %.2e\n", e);
+}
+
+// A row's output bits are the same alone, in any subset or order of rows, and replayed from a
+// CUDA graph captured for the whole list.
+TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
+  PACELINE_REQUIRE_GPU();
+  std::vector<int> ctx;
+  for (int i = 0; i < 64; ++i) ctx.push_back(i % 9 == 4 ? 0 : 1 + (i * 2654435761u) % 20000);
+  Problem p({32, 8, 128}, 16, ctx, 99);
+  OnDevice d(p);
+  d.run({});
+  const std::vector<uint16_t> all = d.result();
+  const size_t per_row = static_cast<size_t>(p.shape.num_heads) * p.shape.head_dim;
+  auto same_rows = [&](const std::vector<uint16_t>& got, const std::vector<int32_t>& list,
+                       const char* what) {
+    for (int32_t r : list) {
+      for (size_t i = 0; i < per_row; ++i) {
+        if (got[r * per_row + i] != all[r * per_row + i]) {
+          ADD_FAILURE() << what << ": row " << r << " element " << i << " differs";
+          return;
+        }
+      }
+    }
+  };
+  for (int32_t r : {0, 5, 63}) {
+    d.run({r});
+    same_rows(d.result(), {r}, "alone");
+  }
+  std::vector<int32_t> reversed;
+  for (int32_t r = 63; r >= 0; r -= 3) reversed.push_back(r);
+  d.run(reversed);
+  same_rows(d.result(), reversed, "reversed subset");
+
+  cudaStream_t stream;
+  PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
+  std::vector<int32_t> list(64);
+  for (int32_t i = 0; i < 64; ++i) list[i] = i;
+  d.list_buf = testing::upload(list);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  PACELINE_CUDA_CHECK(cudaMemsetAsync(d.out.as<void>(), 0xff, d.out.bytes(), stream));
+  PACELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  {
+    cuda::LayerCache cache{d.k.as<cuda::bf16>(), d.v.as<cuda::bf16>(), p.block_size};
+    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
+        d.qkv.as<float>(), d.list_buf.as<int32_t>(), 64, p.splits, p.shape, d.rows.in(), cache,
+        d.acc.as<float>(), d.ml.as<float>(), d.out.as<cuda::bf16>(), stream));
+  }
+  PACELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  PACELINE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  same_rows(d.result(), list, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace paceline
+
+#else
+TEST(CudaDecodeAttention, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+#endif

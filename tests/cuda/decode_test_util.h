@@ -1,0 +1,121 @@
+#pragma once
+// Inputs of the decode attention kernels for tests/cuda: decode rows with their own contexts and
+// block tables, uploaded as the step's RowInputs, and a cheap random number stream.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/device_buffer.h"
+#include "exec/cuda/kernels.h"
+
+namespace paceline::testing {
+
+template <typename T>
+cuda::DeviceBuffer upload(const std::vector<T>& v) {
+  cuda::DeviceBuffer b(std::max<size_t>(1, v.size()) * sizeof(T));
+  if (!v.empty()) {
+    PACELINE_CUDA_CHECK(cudaMemcpy(b.as<void>(), v.data(), v.size() * sizeof(T),
+                                   cudaMemcpyHostToDevice));
+  }
+  return b;
+}
+
+template <typename T>
+std::vector<T> download(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  PACELINE_CUDA_CHECK(cudaMemcpy(v.data(), b.as<void>(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// splitmix64: fast enough to fill gigabytes on the host.
+struct FastRandom {
+  uint64_t state;
+  explicit FastRandom(uint64_t seed) : state(seed) {}
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }  // [-1, 1)
+};
+
+inline uint16_t bf16_bits(float f) {
+  __nv_bfloat16 h = __float2bfloat16(f);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+inline float bf16_value(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Decode rows, one sequence each: row i has context ctx[i] (0: a padding row, position -1) and
+// block table tables[i]; `rows` lists them all in order.
+struct DecodeRows {
+  cuda::DeviceBuffer positions, row_seq, seq_block_offset, blocks, slots, tokens, rows;
+  int num_rows = 0;
+
+  DecodeRows(const std::vector<int>& ctx, const std::vector<std::vector<int32_t>>& tables) {
+    std::vector<int32_t> pos, seq, offset, flat, list;
+    std::vector<int64_t> slot;
+    for (size_t i = 0; i < ctx.size(); ++i) {
+      pos.push_back(ctx[i] - 1);
+      seq.push_back(static_cast<int32_t>(i));
+      offset.push_back(static_cast<int32_t>(flat.size()));
+      flat.insert(flat.end(), tables[i].begin(), tables[i].end());
+      list.push_back(static_cast<int32_t>(i));
+      slot.push_back(-1);
+    }
+    num_rows = static_cast<int>(ctx.size());
+    positions = upload(pos);
+    row_seq = upload(seq);
+    seq_block_offset = upload(offset);
+    blocks = upload(flat);
+    slots = upload(slot);
+    tokens = upload(std::vector<int32_t>(ctx.size(), 0));
+    rows = upload(list);
+  }
+
+  cuda::RowInputs in() const {
+    cuda::RowInputs r;
+    r.tokens = tokens.as<int32_t>();
+    r.positions = positions.as<int32_t>();
+    r.slots = slots.as<int64_t>();
+    r.row_seq = row_seq.as<int32_t>();
+    r.seq_block_offset = seq_block_offset.as<int32_t>();
+    r.blocks = blocks.as<int32_t>();
+    return r;
+  }
+};
+
+// Block tables for contexts ctx over a cache of num_blocks blocks, drawn from a shuffled order so
+// that no table is contiguous; returns false when the cache is too small.
+inline bool shuffled_tables(const std::vector<int>& ctx, int block_size, int64_t num_blocks,
+                            uint64_t seed, std::vector<std::vector<int32_t>>& tables) {
+  std::vector<int32_t> order(static_cast<size_t>(num_blocks));
+  std::iota(order.begin(), order.end(), 0);
+  FastRandom rng(seed);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
+  size_t at = 0;
+  tables.assign(ctx.size(), {});
+  for (size_t r = 0; r < ctx.size(); ++r) {
+    const int64_t need = (ctx[r] + block_size - 1) / block_size;
+    if (at + static_cast<size_t>(need) > order.size()) return false;
+    tables[r].assign(order.begin() + static_cast<int64_t>(at),
+                     order.begin() + static_cast<int64_t>(at + need));
+    at += static_cast<size_t>(need);
+  }
+  return true;
+}
+
+}  // namespace paceline::testing
