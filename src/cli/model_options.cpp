@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -38,6 +40,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
                  "bytes for the KV cache, e.g. 512M or 4G (default: 256M on the CPU; on cuda, "
                  "what --gpu-memory-utilization leaves)");
+  cmd.add_option("--kv-offloading-size", o.kv_offloading_size,
+                 "GiB of host memory for a second KV tier: cached blocks leaving the KV cache "
+                 "are kept there and loaded back instead of recomputed (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's memory for weights, activations and the KV cache "
                  "(ignored with --kv-cache-memory)")
@@ -84,6 +91,29 @@ std::string default_tokenizer_path() {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int64_t kv_offloading_bytes(double gib) {
+  if (!(gib >= 0)) fail("--kv-offloading-size must be 0 or more GiB (got {})", gib);
+  const auto bytes = static_cast<int64_t>(gib * 1073741824.0);
+  const int64_t available = sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
+  if (bytes > available) {
+    fail("--kv-offloading-size {} GiB: this machine has {:.1f} GiB of memory available", gib,
+         static_cast<double>(available) / 1073741824.0);
+  }
+  return bytes;
+}
+
+// Host-tier blocks of the CPU and null executors (float32 KV, as their KV cache).
+int64_t host_kv_blocks_for(const ModelOptions& o, const ModelConfig& config) {
+  if (o.kv_offloading_size <= 0) return 0;
+  const int64_t block_bytes = config.kv_bytes_per_token(sizeof(float)) * o.block_size;
+  const int64_t blocks = kv_offloading_bytes(o.kv_offloading_size) / block_bytes;
+  if (blocks < 1) {
+    fail("--kv-offloading-size {} GiB holds no KV block of {} bytes", o.kv_offloading_size,
+         block_bytes);
+  }
+  return blocks;
 }
 
 KvCacheShape kv_cache_shape_for(const ModelOptions& o, const ModelConfig& config) {
@@ -169,8 +199,13 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
   if (o.device == "null") {
     // Only the KV shape matters to the scheduler; no memory is taken.
     executor = std::make_unique<NullExecutor>(kv_cache_shape_for(o, m.config), m.config.vocab_size,
-                                              m.config.eos_token_ids);
+                                              m.config.eos_token_ids,
+                                              host_kv_blocks_for(o, m.config));
   } else if (o.device == "cuda") {
+    if (o.kv_offloading_size > 0) {
+      fail("--kv-offloading-size: the CUDA executor has no host KV tier yet (the CPU and null "
+           "executors and paceline sim have it)");
+    }
 #if PACELINE_HAVE_CUDA
     executor = make_cuda_executor(o, m, engine);
 #else
@@ -182,7 +217,7 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
     const int threads =
         o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
     executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv_cache_shape_for(o, m.config),
-                                             std::max(1, threads));
+                                             std::max(1, threads), host_kv_blocks_for(o, m.config));
     spdlog::info("cpu: {} threads", std::max(1, threads));
   }
   const ExecutorCapabilities x = executor->capabilities();

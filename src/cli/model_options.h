@@ -22,6 +22,7 @@ struct ModelOptions {
   std::string tokenizer;                // tokenizer.json or its folder; default: the Qwen3 files
   std::string device = "cpu";           // cpu | cuda
   std::string kv_cache_memory = "";     // bytes with optional K/M/G suffix; default per device
+  double kv_offloading_size = 0;        // GiB of host memory for the KV tier; 0: none
   double gpu_memory_utilization = 0.9;  // cuda: fraction of the GPU for weights, activations, KV
   bool enforce_eager = false;           // cuda: no CUDA graphs
   int64_t block_size = 16;
@@ -45,6 +46,10 @@ LoadedModel load_model(const ModelOptions& options);
 // the rest from the executor's capabilities().
 std::unique_ptr<Executor> make_executor(const ModelOptions& options, const LoadedModel& model,
                                         const SchedulerConfig& engine);
+
+// --kv-offloading-size in bytes, checked against the memory this machine has available now
+// (paceline::Error naming both when it is larger).
+int64_t kv_offloading_bytes(double gib);
 
 // "512M", "2G", "1048576" -> bytes; paceline::Error naming `flag` on anything else.
 int64_t parse_byte_size(const std::string& text, const std::string& flag);

@@ -28,6 +28,7 @@ struct SimSetup {
   sim::SimProfile profile;
   ResolvedEngineConfig engine;
   int64_t kv_cache_bytes = 0;
+  int64_t kv_block_bytes = 0;
   sim::SimTraces traces;
 };
 
@@ -55,6 +56,19 @@ SimSetup prepare(const SimOptions& o) {
   if (sc.num_kv_blocks < 1) {
     fail("--kv-cache-memory: {} bytes hold no KV block of {} bytes", s.kv_cache_bytes, block_bytes);
   }
+  if (!(o.kv_offloading_size >= 0)) {
+    fail("--kv-offloading-size must be 0 or more GiB (got {})", o.kv_offloading_size);
+  }
+  if (!(o.host_kv_bandwidth > 0)) {
+    fail("--host-kv-bandwidth must be more than 0 GB/s (got {})", o.host_kv_bandwidth);
+  }
+  // The simulated host's memory, not this machine's: no availability check.
+  sc.num_host_kv_blocks = static_cast<int64_t>(o.kv_offloading_size * 1073741824.0) / block_bytes;
+  if (o.kv_offloading_size > 0 && sc.num_host_kv_blocks < 1) {
+    fail("--kv-offloading-size {} GiB holds no KV block of {} bytes", o.kv_offloading_size,
+         block_bytes);
+  }
+  s.kv_block_bytes = block_bytes;
   if (s.step_noise == sim::StepNoiseMode::kReplay) {
     spdlog::info("sim: step noise: replaying the profile's measured/predicted step times on the "
                  "virtual clock (--step-noise none for the means)");
@@ -81,6 +95,8 @@ sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurr
   sim::SimRunConfig c;
   c.scheduler = s.engine.scheduler;
   c.kv_element_bytes = s.profile.kv_element_bytes;
+  c.kv_block_bytes = s.kv_block_bytes;
+  c.host_kv_bytes_per_s = o.host_kv_bandwidth * 1e9;
   c.model = s.model.name;
   c.session = session_replay_config(o.replay, concurrency, o.seed);
   c.arrival = arrival_replay_config(o.replay, o.seed);
@@ -112,6 +128,9 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"gpu_memory_utilization", o.gpu_memory_utilization},
       {"block_size", sc.block_size},
       {"num_kv_blocks", sc.num_kv_blocks},
+      {"kv_offloading_size_gib", o.kv_offloading_size},
+      {"num_host_kv_blocks", sc.num_host_kv_blocks},
+      {"host_kv_bandwidth_gbps", o.host_kv_bandwidth},
       {"max_model_len", sc.max_model_len},
       {"max_num_seqs", sc.max_num_seqs},
       {"max_num_batched_tokens", sc.max_num_batched_tokens},
@@ -202,6 +221,12 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
                  "KV cache bytes, e.g. 64G (default: from the profile)");
+  cmd.add_option("--kv-offloading-size", o.kv_offloading_size,
+                 "GiB of host memory for a second KV tier (vLLM's flag; 0: off)")
+      ->capture_default_str();
+  cmd.add_option("--host-kv-bandwidth", o.host_kv_bandwidth,
+                 "GB/s of each host<->GPU block copy stream, for the host tier's transfers")
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "fraction of GPU memory for weights and KV (roofline profiles)")
       ->capture_default_str();

@@ -13,6 +13,7 @@ namespace {
 // captured graphs for, so that every padded batch the scheduler plans has its graph.
 SchedulerConfig sized_for(SchedulerConfig config, const ExecutorCapabilities& x) {
   config.num_kv_blocks = x.kv.num_blocks;
+  config.num_host_kv_blocks = x.num_host_kv_blocks;
   config.block_size = x.kv.block_size;
   if (!x.graph_sizes.empty()) config.cudagraph_capture_sizes = x.graph_sizes;
   if (x.max_num_batched_tokens > 0 && config.max_num_batched_tokens > x.max_num_batched_tokens) {

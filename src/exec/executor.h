@@ -24,6 +24,9 @@ struct ExecutorCapabilities {
   std::vector<int32_t> graph_sizes;
   // Tokens per forward its activation memory was sized for; 0: no limit.
   int64_t max_num_batched_tokens = 0;
+  // Blocks of the host-memory KV tier it holds (--kv-offloading-size); 0: none. It makes every
+  // plan's kv_transfers before computing.
+  int64_t num_host_kv_blocks = 0;
 };
 
 class Executor {

@@ -22,8 +22,8 @@ std::vector<int32_t> non_eos_ids(int64_t first, int64_t last, std::span<const in
 }  // namespace
 
 NullExecutor::NullExecutor(KvCacheShape kv_shape, int64_t vocab_size,
-                           std::span<const int64_t> eos_token_ids)
-    : kv_shape_(kv_shape) {
+                           std::span<const int64_t> eos_token_ids, int64_t num_host_blocks)
+    : kv_shape_(kv_shape), num_host_blocks_(num_host_blocks) {
   if (kv_shape.num_blocks < 1 || kv_shape.block_size < 1) {
     fail("null executor: KV cache of {} blocks of {} tokens holds nothing", kv_shape.num_blocks,
          kv_shape.block_size);
@@ -38,6 +38,7 @@ ExecutorCapabilities NullExecutor::capabilities() const {
   x.kv = kv_shape_;
   x.kv_dtype = "float32";
   x.kv_element_bytes = sizeof(float);
+  x.num_host_kv_blocks = num_host_blocks_;
   return x;
 }
 

@@ -15,7 +15,9 @@ class NullExecutor final : public Executor {
  public:
   // Cycles through ids [1000, 2000) that are below vocab_size and not in eos_token_ids; a
   // vocabulary too small for that range cycles through all of its non-EOS ids instead.
-  NullExecutor(KvCacheShape kv_shape, int64_t vocab_size, std::span<const int64_t> eos_token_ids);
+  // `num_host_blocks`: the host tier it reports (no memory is taken for it either).
+  NullExecutor(KvCacheShape kv_shape, int64_t vocab_size, std::span<const int64_t> eos_token_ids,
+               int64_t num_host_blocks = 0);
 
   // The token for absolute position p is cycle[p % cycle.size()]; step_time_ns is 0.
   StepResult execute(const StepPlan& plan) override;
@@ -26,6 +28,7 @@ class NullExecutor final : public Executor {
 
  private:
   KvCacheShape kv_shape_;
+  int64_t num_host_blocks_;
   std::vector<int32_t> cycle_;
 };
 

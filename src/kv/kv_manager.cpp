@@ -1,6 +1,7 @@
 #include "kv/kv_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 #include "kv/prefix_cache.h"
@@ -10,13 +11,21 @@ namespace paceline {
 KvManager::KvManager(const KvConfig& config, const Clock* clock)
     : config_(config),
       clock_(clock),
-      pool_(config.num_blocks, config.block_size, config.policy != KvPolicy::kLru) {}
+      pool_(config.num_blocks, config.block_size, config.policy != KvPolicy::kLru) {
+  if (config.num_host_blocks < 0) fail("the host KV tier cannot hold {} blocks", config.num_host_blocks);
+  if (config.num_host_blocks > 0) {
+    host_ = std::make_unique<BlockPool>(config.num_host_blocks, config.block_size,
+                                        config.policy != KvPolicy::kLru);
+  }
+}
 
 void KvManager::set_oracle(NextUseOracle* oracle) {
   oracle_ = oracle;
   if (!oracle_) return;
   oracle_->set_listener([this](uint64_t hash) {
     if (auto block = pool_.find_cached(hash)) pool_.rerank(*block, oracle_->next_use_ns(hash));
+    if (!host_) return;
+    if (auto block = host_->find_cached(hash)) host_->rerank(*block, oracle_->next_use_ns(hash));
   });
 }
 
@@ -32,12 +41,19 @@ PrefixHit KvManager::find_cached_prefix(BlockTable& seq, std::span<const int32_t
   // Full blocks strictly before the one holding the last token.
   const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / config_.block_size;
   extend_block_hashes(seq.hashes, tokens, config_.block_size, max_blocks);
-  for (int64_t i = 0; i < max_blocks; ++i) {
+  int64_t i = 0;
+  for (; i < max_blocks; ++i) {
     auto block = pool_.find_cached(seq.hashes[i]);
     if (!block) break;
     hit.blocks.push_back(*block);
   }
-  hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * config_.block_size;
+  for (; host_ && i < max_blocks; ++i) {  // where the GPU's run ends, the host's may go on
+    auto block = host_->find_cached(seq.hashes[i]);
+    if (!block) break;
+    hit.host_blocks.push_back(*block);
+  }
+  hit.num_tokens =
+      static_cast<int64_t>(hit.blocks.size() + hit.host_blocks.size()) * config_.block_size;
   return hit;
 }
 
@@ -66,6 +82,11 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
   if (!can_allocate(seq, num_tokens, hit)) return false;
   const int64_t fresh = num_new_blocks(seq, num_tokens, hit);
   if (seq.empty()) {
+    // Pinned first: the stores of this allocation's evictions must not take them.
+    for (int32_t b : hit.host_blocks) {
+      host_->acquire(b);
+      pinned_host_.push_back(b);
+    }
     if (!hit.blocks.empty() && pool_.is_free(hit.blocks.back())) {
       // The sequence came back this long after its prefix was last let go: a reuse gap.
       gaps_.observe(now_ns() - pool_.released_ns(hit.blocks.back()));
@@ -78,24 +99,69 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
     if (config_.enable_prefix_caching) {
       stats_.prefix_queries += hit.num_query_tokens;
       stats_.prefix_hits += hit.num_tokens;
+      stats_.host_hits += static_cast<int64_t>(hit.host_blocks.size()) * config_.block_size;
     }
   }
-  for (int64_t i = 0; i < fresh; ++i) seq.ids.push_back(take_fresh_block());
+  const size_t loads = seq.ids.size() == hit.blocks.size() ? hit.host_blocks.size() : 0;
+  for (int64_t i = 0; i < fresh; ++i) {
+    const int32_t b = take_fresh_block();
+    seq.ids.push_back(b);
+    if (static_cast<size_t>(i) < loads) {
+      pending_.loads.push_back({b, hit.host_blocks[static_cast<size_t>(i)]});
+      ++stats_.loaded_blocks;
+    }
+  }
   return true;
 }
 
+KvTransfers KvManager::take_transfers() { return std::exchange(pending_, {}); }
+
+void KvManager::release_transfer_pins() {
+  for (int32_t b : pinned_host_) host_->release(b, host_->released_ns(b), host_->evict_key(b));
+  pinned_host_.clear();
+}
+
+void KvManager::drop_transfers() {
+  for (const BlockCopy& c : pending_.stores) {
+    host_->allocate(c.host_block);  // drops the hash its content never reached
+    host_->release(c.host_block);
+  }
+  stats_.stored_blocks -= static_cast<int64_t>(pending_.stores.size());
+  stats_.loaded_blocks -= static_cast<int64_t>(pending_.loads.size());
+  pending_ = {};
+}
+
 int32_t KvManager::take_fresh_block() {
-  const std::optional<int32_t> head = pool_.first_free();
-  if (!head) fail("KV block pool exhausted: no free block");
-  if (!pool_.is_cached(*head) || config_.policy == KvPolicy::kLru) return pool_.allocate(*head);
+  if (!pool_.first_free()) fail("KV block pool exhausted: no free block");
+  const int32_t victim = pick_victim(pool_);
+  if (host_ && pool_.is_cached(victim)) store_to_host(victim);
+  return pool_.allocate(victim);
+}
+
+// The free block of `pool` to give way: an unhashed one when there is one, else the policy's.
+int32_t KvManager::pick_victim(const BlockPool& pool) const {
+  const int32_t head = *pool.first_free();
+  if (!pool.is_cached(head) || config_.policy == KvPolicy::kLru) return head;
   if (config_.policy == KvPolicy::kReuse &&
-      now_ns() - pool_.released_ns(*head) > gaps_.dead_after_ns()) {
-    return pool_.allocate(*head);  // idle far longer than sequences come back: dead
+      now_ns() - pool.released_ns(head) > gaps_.dead_after_ns()) {
+    return head;  // idle far longer than sequences come back: dead
   }
   if (config_.policy == KvPolicy::kOracle && !oracle_) {
     fail("the oracle KV policy needs a next-use oracle (paceline sim only)");
   }
-  return pool_.allocate(*pool_.highest_ranked_free());
+  return *pool.highest_ranked_free();
+}
+
+// A cached block leaving the GPU keeps its place in the host tier (ranked as it was), unless the
+// tier has it already or every host block is pinned by a load.
+void KvManager::store_to_host(int32_t gpu_block) {
+  const uint64_t hash = *pool_.hash_of(gpu_block);
+  if (host_->find_cached(hash) || !host_->first_free()) return;
+  const int32_t h = host_->allocate(pick_victim(*host_));
+  host_->publish(h, hash, pool_.depth(gpu_block));
+  host_->release(h, pool_.released_ns(gpu_block), pool_.evict_key(gpu_block));
+  pending_.stores.push_back({gpu_block, h});
+  ++stats_.stored_blocks;
 }
 
 int64_t KvManager::evict_key(int32_t block) const {

@@ -9,6 +9,7 @@
 // recomputed (up to block_size tokens) rather than copying the block to recompute one token; vLLM
 // behaves the same, since its hits are whole blocks too.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -24,19 +25,41 @@ struct KvConfig {
   int64_t block_size = 16;
   bool enable_prefix_caching = true;
   KvPolicy policy = KvPolicy::kLru;  // which cached block gives way (eviction_policy.h)
+  // Blocks of the host-memory tier (--kv-offloading-size); 0: no tier. A cached block that
+  // gives way on the GPU is stored there, and a prefix that continues there is loaded back.
+  int64_t num_host_blocks = 0;
 };
 
 // Cached blocks found for a sequence's prefix: not yet taken; allocate_for takes them.
 struct PrefixHit {
-  std::vector<int32_t> blocks;
-  int64_t num_tokens = 0;        // blocks.size() * block_size
-  int64_t num_query_tokens = 0;  // length of the sequence that was probed
+  std::vector<int32_t> blocks;       // on the GPU
+  std::vector<int32_t> host_blocks;  // the prefix's continuation in the host tier, in order
+  int64_t num_tokens = 0;            // (blocks + host_blocks) * block_size
+  int64_t num_query_tokens = 0;      // length of the sequence that was probed
 };
 
-// Totals for metrics, in tokens, counted once per admission (not per probe).
+// Totals for metrics, in tokens (blocks for the transfers), counted once per admission.
 struct KvStats {
   int64_t prefix_queries = 0;  // tokens of admitted sequences that probed the cache
-  int64_t prefix_hits = 0;     // of those, tokens served from the cache
+  int64_t prefix_hits = 0;     // of those, tokens served from the cache (either tier)
+  int64_t host_hits = 0;       // of the hits, tokens loaded back from the host tier
+  int64_t stored_blocks = 0;   // GPU blocks copied to the host tier as they gave way
+  int64_t loaded_blocks = 0;   // host blocks copied back
+};
+
+// One block copied between the tiers.
+struct BlockCopy {
+  int32_t gpu_block = 0;
+  int32_t host_block = 0;
+  bool operator==(const BlockCopy&) const = default;
+};
+
+// The copies the next forward must make, stores before loads, both before it computes: a store
+// saves a block that a load or the forward is about to overwrite.
+struct KvTransfers {
+  std::vector<BlockCopy> stores;  // GPU -> host
+  std::vector<BlockCopy> loads;   // host -> GPU
+  bool empty() const { return stores.empty() && loads.empty(); }
 };
 
 class KvManager {
@@ -57,6 +80,17 @@ class KvManager {
   double usage() const;
   const KvStats& stats() const { return stats_; }
   const BlockPool& pool() const { return pool_; }
+  // The host tier's pool; null without one.
+  const BlockPool* host_pool() const { return host_.get(); }
+
+  // The copies planned since the last call, for the forward being planned; the host blocks they
+  // load from stay pinned until release_transfer_pins().
+  KvTransfers take_transfers();
+  // The forward that made the copies is over (done or failed): their host blocks may give way.
+  void release_transfer_pins();
+  // The copies planned since the last take_transfers() will not be made (no forward carries
+  // them): the host blocks they were to fill forget their hashes.
+  void drop_transfers();
 
   // The longest run of cached full blocks at the start of `tokens`, excluding the block that holds
   // the last token. Empty when caching is off or `seq` already has blocks. Extends seq.hashes.
@@ -85,8 +119,10 @@ class KvManager {
     return (num_tokens + config_.block_size - 1) / config_.block_size;
   }
   int64_t now_ns() const { return clock_ ? clock_->now_ns() : 0; }
-  // A fresh block, evicting the cached block the policy gives up.
+  // A fresh block, evicting the cached block the policy gives up (stored to the host tier first).
   int32_t take_fresh_block();
+  int32_t pick_victim(const BlockPool& pool) const;
+  void store_to_host(int32_t gpu_block);
   // The eviction key of a block about to be freed (higher goes first).
   int64_t evict_key(int32_t block) const;
 
@@ -96,6 +132,9 @@ class KvManager {
   KvStats stats_;
   ReuseGapEstimate gaps_;
   NextUseOracle* oracle_ = nullptr;
+  std::unique_ptr<BlockPool> host_;
+  KvTransfers pending_;
+  std::vector<int32_t> pinned_host_;
 };
 
 }  // namespace paceline

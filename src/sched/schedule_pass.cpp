@@ -18,6 +18,7 @@ bool Scheduler::Pass::has_decode() const {
 
 StepPlan Scheduler::schedule() {
   if (in_flight_step_) fail("schedule() while step {} still awaits update()", *in_flight_step_);
+  kv_.release_transfer_pins();  // the previous forward, which made the copies, is over
   if (running_.empty() && waiting_.empty()) return {};
   const bool prefill_allowed = allow_prefill();  // the delayer's one question, before anything
   Pass pass;
@@ -96,8 +97,10 @@ void Scheduler::admit_by_prefix(Pass& pass) {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.second.num_tokens > b.second.num_tokens;
   });
-  for (auto& [r, hit] : order) {
+  for (auto& [r, first_probe] : order) {
     if (num_running() >= config_.max_num_seqs || pass.budget <= 0) break;
+    // Probed again: an admission before it may have evicted part of what it found.
+    const PrefixHit hit = kv_.find_cached_prefix(r->blocks, r->tokens);
     if (try_admit(*r, hit, pass) == Admit::kAdmitted) std::erase(waiting_, r);
   }
 }
@@ -176,7 +179,11 @@ int64_t Scheduler::decode_tokens(const Request& r) const {
 
 StepPlan Scheduler::make_plan(const Pass& pass) {
   StepPlan plan;
-  if (pass.rows.empty()) return plan;
+  if (pass.rows.empty()) {
+    kv_.drop_transfers();  // no forward will make them (every row got preempted)
+    return plan;
+  }
+  plan.kv_transfers = kv_.take_transfers();
   plan.step_id = next_step_id_++;
   const bool prefill = pass.has_prefill(), decode = pass.has_decode();
   plan.kind = prefill && decode ? ForwardKind::kMixed

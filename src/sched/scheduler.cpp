@@ -28,7 +28,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, const Clock& clock)
       kv_(KvConfig{.num_blocks = config.num_kv_blocks,
                    .block_size = config.block_size,
                    .enable_prefix_caching = config.enable_prefix_caching,
-                   .policy = config.kv_policy},
+                   .policy = config.kv_policy,
+                   .num_host_blocks = config.num_host_kv_blocks},
           &clock) {
   cudagraph_sizes_ = config_.cudagraph_capture_sizes;
   if (cudagraph_sizes_.empty()) {
@@ -191,6 +192,13 @@ SchedulerStats Scheduler::stats() const {
   s.kv_usage = kv_.usage();
   s.prefix_cache_queries = kv_.stats().prefix_queries;
   s.prefix_cache_hits = kv_.stats().prefix_hits;
+  s.prefix_cache_host_hits = kv_.stats().host_hits;
+  s.kv_stored_blocks = kv_.stats().stored_blocks;
+  s.kv_loaded_blocks = kv_.stats().loaded_blocks;
+  if (const BlockPool* host = kv_.host_pool()) {
+    s.num_host_kv_blocks = host->num_blocks();
+    s.num_host_kv_cached = host->num_cached();
+  }
   if (delayer_) s.delayer = delayer_->counters();
   return s;
 }

@@ -31,7 +31,12 @@ struct SchedulerStats {
   int64_t num_free_kv_blocks = 0;
   double kv_usage = 0.0;
   int64_t prefix_cache_queries = 0;  // tokens
-  int64_t prefix_cache_hits = 0;     // tokens
+  int64_t prefix_cache_hits = 0;     // tokens, either tier
+  int64_t prefix_cache_host_hits = 0;  // tokens loaded back from the host tier
+  int64_t kv_stored_blocks = 0;        // GPU blocks copied to the host tier
+  int64_t kv_loaded_blocks = 0;        // host blocks copied back
+  int64_t num_host_kv_blocks = 0;      // the host tier's size (0: none)
+  int64_t num_host_kv_cached = 0;      // of those, holding a cached block
   int64_t prompt_tokens = 0;         // prompt tokens of requests at their first admission
   int64_t prefill_tokens = 0;        // tokens computed by prefill rows (recomputation included)
   int64_t generation_tokens = 0;     // output tokens committed

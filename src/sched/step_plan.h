@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/kv_manager.h"
 #include "sched/sampling_params.h"
 
 namespace paceline {
@@ -46,6 +47,9 @@ struct StepPlan {
   // Decode plans: the CUDA-graph batch size this step replays (smallest captured size >= the
   // batch), or 0 for eager execution above the largest captured size.
   int32_t padded_batch_size = 0;
+  // Copies between the GPU's KV blocks and the host tier's, made before the forward computes:
+  // stores first (blocks giving way), then loads (prefixes coming back).
+  KvTransfers kv_transfers;
 
   int64_t num_tokens() const {
     int64_t n = 0;

@@ -43,7 +43,10 @@ std::unique_ptr<SimExecutor> make_executor(const SimRunConfig& config, const Cos
   x.kv = {config.scheduler.num_kv_blocks, config.scheduler.block_size};
   x.kv_element_bytes = config.kv_element_bytes;
   x.kv_dtype = kv_dtype_of(config.kv_element_bytes);
-  return std::make_unique<SimExecutor>(cost, x, 0, noise, &clock);
+  x.num_host_kv_blocks = config.scheduler.num_host_kv_blocks;
+  auto executor = std::make_unique<SimExecutor>(cost, x, 0, noise, &clock);
+  executor->set_transfer_cost(config.kv_block_bytes, config.host_kv_bytes_per_s);
+  return executor;
 }
 
 // The replay and the engine share one virtual clock; the core reads it, run_virtual moves it.
@@ -161,6 +164,12 @@ nlohmann::json sim_engine_json(const SimRun& run) {
       {"generation_tokens", e.generation_tokens},
       {"prefix_cache_queries", e.prefix_cache_queries},
       {"prefix_cache_hits", e.prefix_cache_hits},
+      {"prefix_cache_host_hits", e.prefix_cache_host_hits},
+      {"num_host_kv_blocks", e.num_host_kv_blocks},
+      {"host_kv_cached_blocks", e.num_host_kv_cached},
+      {"kv_stored_blocks", e.kv_stored_blocks},
+      {"kv_loaded_blocks", e.kv_loaded_blocks},
+      {"kv_transfer_s", static_cast<double>(x.transfer_ns) / 1e9},
       {"preemptions", e.preemptions},
       {"finished_abort", e.finished_abort},
       {"abort_reason", run.abort_reason ? nlohmann::json(*run.abort_reason) : nlohmann::json()},

@@ -18,6 +18,8 @@ struct SimExecutorStats {
   int64_t extrapolated_steps = 0;  // predicted beyond the cost model's measured range
   // busy_ns minus the sum of the cost model's mean predictions: what the step noise added.
   int64_t noise_ns = 0;
+  // Of busy_ns, the host tier's block copies.
+  int64_t transfer_ns = 0;
 };
 
 class SimExecutor final : public Executor {
@@ -30,17 +32,28 @@ class SimExecutor final : public Executor {
   SimExecutor(const CostModel& cost, ExecutorCapabilities capabilities, int32_t token = 0,
               StepNoise noise = {}, const Clock* clock = nullptr);
 
+  // A plan's kv_transfers cost (blocks × block_bytes) / bytes_per_s per direction, stores and
+  // loads on their own copy streams, before the forward (as the CPU executor makes them).
+  void set_transfer_cost(int64_t block_bytes, double bytes_per_s) {
+    block_bytes_ = block_bytes;
+    bytes_per_s_ = bytes_per_s;
+  }
+
   StepResult execute(const StepPlan& plan) override;
   ExecutorCapabilities capabilities() const override { return capabilities_; }
   const SimExecutorStats& stats() const { return stats_; }
 
  private:
+  int64_t transfer_ns(const KvTransfers& transfers) const;
+
   const CostModel& cost_;
   ExecutorCapabilities capabilities_;
   int32_t token_;
   StepNoise noise_;
   const Clock* clock_;
   SimExecutorStats stats_;
+  int64_t block_bytes_ = 0;
+  double bytes_per_s_ = 0;
 };
 
 }  // namespace paceline::sim

@@ -3,24 +3,40 @@
 #include <chrono>
 #include <span>
 
+#include "base/error.h"
 #include "exec/sampler.h"
 
 namespace paceline {
 
 CpuExecutor::CpuExecutor(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
-                         int num_threads)
-    : model_(config, weights, kv_shape, num_threads) {}
+                         int num_threads, int64_t num_host_blocks)
+    : model_(config, weights, kv_shape, num_threads) {
+  if (num_host_blocks > 0) {
+    host_.emplace(config.num_hidden_layers, KvCacheShape{num_host_blocks, kv_shape.block_size},
+                  config.num_key_value_heads, config.head_dim);
+  }
+}
+
+void CpuExecutor::copy_blocks(const KvTransfers& t) {
+  if (t.empty()) return;
+  if (!host_) fail("step plans copies to a host KV tier this executor does not have");
+  PagedKvCache& gpu = model_.kv_cache();
+  for (const BlockCopy& c : t.stores) gpu.copy_block_to(c.gpu_block, *host_, c.host_block);
+  for (const BlockCopy& c : t.loads) host_->copy_block_to(c.host_block, gpu, c.gpu_block);
+}
 
 ExecutorCapabilities CpuExecutor::capabilities() const {
   ExecutorCapabilities x;
   x.kv = model_.kv_cache_shape();
   x.kv_dtype = "float32";
   x.kv_element_bytes = sizeof(float);
+  x.num_host_kv_blocks = host_ ? host_->shape().num_blocks : 0;
   return x;
 }
 
 StepResult CpuExecutor::execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
+  copy_blocks(plan.kv_transfers);
   std::vector<float> logits = model_.forward(plan);
   const int64_t vocab = model_.config().vocab_size;
 

@@ -2,6 +2,7 @@
 // The reference Executor: runs a StepPlan through CpuModel and samples one token per requested
 // logit row. Slow, exact, and the yardstick the CUDA executor is checked against.
 #include <cstdint>
+#include <optional>
 
 #include "exec/cpu/cpu_model.h"
 #include "exec/executor.h"
@@ -10,8 +11,10 @@ namespace paceline {
 
 class CpuExecutor final : public Executor {
  public:
+  // `num_host_blocks` > 0: a host tier of that many blocks, a second float32 pool that the
+  // plans' kv_transfers copy blocks to and from.
   CpuExecutor(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
-              int num_threads);
+              int num_threads, int64_t num_host_blocks = 0);
 
   // step_time_ns covers the forward and the sampling, on the steady clock. The token drawn from
   // the logits of the token at absolute position p uses p as its sampling position.
@@ -22,7 +25,10 @@ class CpuExecutor final : public Executor {
   CpuModel& model() { return model_; }
 
  private:
+  void copy_blocks(const KvTransfers& transfers);
+
   CpuModel model_;
+  std::optional<PagedKvCache> host_;
 };
 
 }  // namespace paceline

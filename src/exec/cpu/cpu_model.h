@@ -25,6 +25,7 @@ class CpuModel {
 
   const ModelConfig& config() const { return config_; }
   KvCacheShape kv_cache_shape() const { return cache_.shape(); }
+  PagedKvCache& kv_cache() { return cache_; }
 
   // Writes each sequence's new keys and values into its blocks, then returns the logits of the
   // last num_logits tokens of every sequence, row-major [sum of num_logits][vocab], sequences in

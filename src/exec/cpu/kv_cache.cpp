@@ -1,5 +1,7 @@
 #include "exec/cpu/kv_cache.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace paceline {
@@ -28,6 +30,20 @@ void PagedKvCache::check_block_table(std::span<const int32_t> block_table, int64
       fail("request {}: block table entry {} is block {}, the cache has {}", who, i, block_table[i],
            shape_.num_blocks);
     }
+  }
+}
+
+void PagedKvCache::copy_block_to(int32_t from, PagedKvCache& dst, int32_t to) const {
+  if (from < 0 || from >= shape_.num_blocks || to < 0 || to >= dst.shape_.num_blocks) {
+    fail("KV block copy {} -> {} is outside the caches ({} and {} blocks)", from, to,
+         shape_.num_blocks, dst.shape_.num_blocks);
+  }
+  const auto width = static_cast<size_t>(shape_.block_size * slot_width_);
+  const auto src_at = static_cast<size_t>(from) * width;
+  const auto dst_at = static_cast<size_t>(to) * width;
+  for (size_t layer = 0; layer < keys_.size(); ++layer) {
+    std::copy_n(keys_[layer].data() + src_at, width, dst.keys_[layer].data() + dst_at);
+    std::copy_n(values_[layer].data() + src_at, width, dst.values_[layer].data() + dst_at);
   }
 }
 

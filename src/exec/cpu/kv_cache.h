@@ -34,6 +34,11 @@ class PagedKvCache {
     return static_cast<int64_t>(block_table[position / shape_.block_size]) * shape_.block_size +
            position % shape_.block_size;
   }
+  // Copies every layer's K and V of block `from` into block `to` of `dst`, a cache of the same
+  // layers and width (the host tier's pool is one). Throws paceline::Error on a block outside
+  // either cache.
+  void copy_block_to(int32_t from, PagedKvCache& dst, int32_t to) const;
+
   // Throws paceline::Error unless block_table covers positions [0, num_positions) with block
   // ids inside the cache. `who` names the sequence in the message.
   void check_block_table(std::span<const int32_t> block_table, int64_t num_positions,

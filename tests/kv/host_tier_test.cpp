@@ -1,0 +1,99 @@
+// The host-memory KV tier: a cached block that gives way on the GPU is stored to the host
+// tier, and a prefix that continues there is loaded back instead of recomputed.
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "kv/kv_manager.h"
+
+namespace paceline {
+namespace {
+
+std::vector<int32_t> tokens_from(int32_t first, int n) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+struct Turn {
+  PrefixHit hit;
+  KvTransfers transfers;
+};
+
+// Admits, computes and frees a sequence as the scheduler does around one forward.
+Turn run_turn(KvManager& kv, const std::vector<int32_t>& tokens) {
+  BlockTable seq;
+  Turn t;
+  t.hit = kv.find_cached_prefix(seq, tokens);
+  EXPECT_TRUE(kv.allocate_for(seq, static_cast<int64_t>(tokens.size()), t.hit));
+  t.transfers = kv.take_transfers();
+  kv.cache_computed_blocks(seq, tokens, static_cast<int64_t>(tokens.size()));
+  kv.free(seq);
+  kv.release_transfer_pins();
+  return t;
+}
+
+// 5 GPU blocks of 4 tokens, 8 host blocks. A: 4 full blocks + 1 token. B pushes A out.
+class HostTier : public ::testing::Test {
+ protected:
+  KvManager kv{{.num_blocks = 5, .block_size = 4, .num_host_blocks = 8}};
+  std::vector<int32_t> a = tokens_from(100, 17), b = tokens_from(200, 17);
+};
+
+TEST_F(HostTier, BlocksGivingWayOnTheGpuAreStoredToTheHost) {
+  run_turn(kv, a);
+  const Turn tb = run_turn(kv, b);
+  EXPECT_EQ(tb.transfers.stores.size(), 4u);  // A's four cached blocks
+  EXPECT_TRUE(tb.transfers.loads.empty());
+  EXPECT_EQ(kv.stats().stored_blocks, 4);
+  EXPECT_EQ(kv.host_pool()->num_cached(), 4);
+}
+
+TEST_F(HostTier, APrefixThatContinuesInTheHostIsLoadedBack) {
+  run_turn(kv, a);
+  run_turn(kv, b);
+  const Turn again = run_turn(kv, a);
+  EXPECT_TRUE(again.hit.blocks.empty());  // nothing of A is left on the GPU
+  ASSERT_EQ(again.hit.host_blocks.size(), 4u);
+  EXPECT_EQ(again.hit.num_tokens, 16);
+  ASSERT_EQ(again.transfers.loads.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(again.transfers.loads[i].host_block, again.hit.host_blocks[i]);
+  }
+  // Loading A evicted B's blocks from the GPU: they went to the host before being overwritten.
+  EXPECT_EQ(again.transfers.stores.size(), 4u);
+  EXPECT_EQ(kv.stats().host_hits, 16);
+  EXPECT_EQ(kv.stats().prefix_hits, 16);
+}
+
+TEST_F(HostTier, HostBlocksALoadReadsFromArePinnedUntilTheForwardIsOver) {
+  run_turn(kv, a);
+  run_turn(kv, b);
+  BlockTable seq;
+  const PrefixHit hit = kv.find_cached_prefix(seq, a);
+  ASSERT_TRUE(kv.allocate_for(seq, 17, hit));
+  for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 1);
+  kv.release_transfer_pins();
+  for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
+}
+
+TEST_F(HostTier, DroppedTransfersForgetTheStoresTheyPromised) {
+  run_turn(kv, a);
+  BlockTable seq;
+  const PrefixHit hit = kv.find_cached_prefix(seq, b);
+  ASSERT_TRUE(kv.allocate_for(seq, 17, hit));
+  kv.drop_transfers();  // no forward made the copies: A's blocks never reached the host
+  EXPECT_EQ(kv.host_pool()->num_cached(), 0);
+  EXPECT_EQ(kv.stats().stored_blocks, 0);
+  EXPECT_TRUE(kv.take_transfers().empty());
+}
+
+TEST(HostTierOff, NothingIsStoredWithoutOne) {
+  KvManager kv({.num_blocks = 5, .block_size = 4});
+  run_turn(kv, tokens_from(100, 17));
+  EXPECT_TRUE(run_turn(kv, tokens_from(200, 17)).transfers.empty());
+  EXPECT_EQ(kv.host_pool(), nullptr);
+}
+
+}  // namespace
+}  // namespace paceline
