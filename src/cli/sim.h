@@ -21,7 +21,9 @@ struct SimOptions {
   std::string kv_cache_memory;  // default: from the profile
   double gpu_memory_utilization = 0.9;
   double kv_offloading_size = 0;     // GiB of host KV tier (vLLM's --kv-offloading-size); 0: none
-  double host_kv_bandwidth = 50;     // GB/s of the host<->GPU copies of the host tier
+  // GB/s each way; H200 pinned cudaMemcpyAsync of 2.36 MB blocks, both ways at once: 46.1
+  // (docs/kv-tiers.md, tools/host_kv_bandwidth).
+  double host_kv_bandwidth = 46;
   uint64_t seed = 0;  // replay sampler, start window, prompts, default sampling seeds
   // Step-time variation: auto (replay a step-log profile's, else none), none, replay.
   std::string step_noise = "auto";

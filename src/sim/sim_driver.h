@@ -43,7 +43,7 @@ struct SimRunConfig {
   SchedulerConfig scheduler;           // num_kv_blocks and block_size filled in
   int64_t kv_element_bytes = 2;        // the profile's, as the simulated executor reports it
   int64_t kv_block_bytes = 0;          // one KV block (all layers, K and V): what a copy moves
-  double host_kv_bytes_per_s = 50e9;   // the host tier's copy bandwidth, each direction
+  double host_kv_bytes_per_s = 46e9;   // the host tier's copy bandwidth, each direction
   std::string model;                   // the model's name, for the step log's header
   std::string step_log;                // a path: the core records every step there
   bench::SessionReplayConfig session;  // closed loop
