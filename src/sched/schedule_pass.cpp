@@ -20,6 +20,16 @@ StepPlan Scheduler::schedule() {
   if (in_flight_step_) fail("schedule() while step {} still awaits update()", *in_flight_step_);
   kv_.release_transfer_pins();  // the previous forward, which made the copies, is over
   if (running_.empty() && waiting_.empty()) return {};
+  Pass pass = build_pass();
+  // A pass can preempt its only candidate rows away: the delayer held prefills for the sake of a
+  // decode that then preempted itself for want of a block. Nothing would run, and an engine
+  // idles on an empty plan until a new request comes (the simulator for good), so the pass is
+  // planned once more, for what is left.
+  if (pass.rows.empty() && pass.preempted) pass = build_pass();
+  return make_plan(pass);
+}
+
+Scheduler::Pass Scheduler::build_pass() {
   const bool prefill_allowed = allow_prefill();  // the delayer's one question, before anything
   Pass pass;
   pass.budget = config_.max_num_batched_tokens;
@@ -37,7 +47,7 @@ StepPlan Scheduler::schedule() {
       if (!pass.preempted) admit_waiting(pass);
     }
   }
-  return make_plan(pass);
+  return pass;
 }
 
 // Every decoding request in admission order, 1 token each (k + 1 with speculative decoding),

@@ -25,6 +25,9 @@ struct Variant {
   int64_t interval = 0;  // PrefillDelayer on when > 0
   int64_t long_prefill_threshold = 0;
   bool prefix_caching = true;
+  KvPolicy policy = KvPolicy::kLru;
+  int64_t host_blocks = 0;  // a host KV tier of this many blocks
+  AdmissionPolicy admission = AdmissionPolicy::kFcfs;
 };
 
 void PrintTo(const Variant& v, std::ostream* os) {
@@ -53,6 +56,10 @@ class Simulation {
     c.block_size = 4;
     c.num_kv_blocks = 64;
     c.enable_prefix_caching = v.prefix_caching;
+    c.kv_policy = v.policy;
+    c.num_host_kv_blocks = v.host_blocks;
+    c.admission = v.admission;
+    c.lpm_max_wait_ms = 20;  // 20 steps of the test's 1 ms clock
     c.long_prefill_token_threshold = v.long_prefill_threshold;
     c.cudagraph_capture_sizes = {1, 2, 4};
     if (v.speculative_tokens > 0) {
@@ -127,7 +134,47 @@ class Simulation {
     live_.erase(id);
   }
 
+  // What each block holds, as an identity of the tokens its KV was computed for: the
+  // executor's copies and writes applied to a shadow of both tiers, and every row checked to
+  // read the KV of its own tokens. Speculative rows compute drafts, so they are not tracked.
+  static uint64_t kv_identity(const std::vector<int32_t>& tokens, int64_t end) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int64_t i = 0; i < end; ++i) {
+      h = (h ^ static_cast<uint64_t>(tokens[static_cast<size_t>(i)])) * 1099511628211ULL;
+    }
+    return h;
+  }
+
+  void shadow_execute(const StepPlan& plan) {
+    const int64_t bs = scheduler_.config().block_size;
+    if (gpu_kv_.empty()) {
+      gpu_kv_.assign(static_cast<size_t>(scheduler_.kv().num_blocks()), 0);
+      host_kv_.assign(static_cast<size_t>(scheduler_.config().num_host_kv_blocks), 0);
+    }
+    for (const BlockCopy& c : plan.kv_transfers.stores) {
+      host_kv_.at(static_cast<size_t>(c.host_block)) = gpu_kv_.at(static_cast<size_t>(c.gpu_block));
+    }
+    for (const BlockCopy& c : plan.kv_transfers.loads) {
+      gpu_kv_.at(static_cast<size_t>(c.gpu_block)) = host_kv_.at(static_cast<size_t>(c.host_block));
+    }
+    for (const ScheduledSeq& s : plan.seqs) {
+      const std::vector<int32_t>& tokens = scheduler_.find(s.request_id)->tokens;
+      for (int64_t i = 0; i * bs < s.start_pos; ++i) {  // what the row reads
+        const int64_t filled = std::min(bs, s.start_pos - i * bs);
+        EXPECT_EQ(gpu_kv_[static_cast<size_t>(s.block_table[static_cast<size_t>(i)])],
+                  kv_identity(tokens, i * bs + filled))
+            << "request " << s.request_id << " block " << i << " holds another sequence's KV";
+      }
+      const int64_t end = s.start_pos + static_cast<int64_t>(s.tokens.size());
+      for (int64_t i = s.start_pos / bs; i * bs < end; ++i) {  // what it writes
+        gpu_kv_[static_cast<size_t>(s.block_table[static_cast<size_t>(i)])] =
+            kv_identity(tokens, std::min((i + 1) * bs, end));
+      }
+    }
+  }
+
   StepResult execute(const StepPlan& plan) {
+    if (scheduler_.config().speculative.speculative_tokens == 0) shadow_execute(plan);
     StepResult result;
     result.step_id = plan.step_id;
     for (const ScheduledSeq& s : plan.seqs) {
@@ -232,6 +279,7 @@ class Simulation {
   std::vector<std::vector<int32_t>> prefixes_;
   std::map<uint64_t, Expected> live_;
   std::set<uint64_t> finished_;
+  std::vector<uint64_t> gpu_kv_, host_kv_;  // shadow_execute's view of both tiers
   uint64_t next_id_ = 1;
   int64_t steps_ = 0;
 };
@@ -249,6 +297,12 @@ TEST_P(SchedulerProperty, NoRequestLostNoBlockLeakedNoLimitBroken) {
   if (GetParam().prefix_caching) {
     EXPECT_GT(st.prefix_cache_hits, 0);
   }
+  if (GetParam().host_blocks > 0) {
+    EXPECT_GT(st.prefix_cache_host_hits, 0) << "nothing came back from the host tier";
+    EXPECT_GT(st.kv_stored_blocks, 0);
+    const BlockPool& host = *sim.scheduler().kv().host_pool();
+    for (int32_t b = 0; b < host.num_blocks(); ++b) EXPECT_EQ(host.ref_count(b), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -259,7 +313,13 @@ INSTANTIATE_TEST_SUITE_P(
                               false},
                       Variant{"mixed_chunked", ScheduleKind::kMixed, 0, 0, 16},
                       Variant{"separate_spec_delayer", ScheduleKind::kSeparate, 3, 4, 0},
-                      Variant{"mixed_spec_delayer", ScheduleKind::kMixed, 2, 2, 24}),
+                      Variant{"mixed_spec_delayer", ScheduleKind::kMixed, 2, 2, 24},
+                      Variant{"separate_reuse_host", ScheduleKind::kSeparate, 0, 0, 0, true,
+                              KvPolicy::kReuse, 24},
+                      Variant{"mixed_chunked_lpm_host", ScheduleKind::kMixed, 0, 4, 16, true,
+                              KvPolicy::kLru, 24, AdmissionPolicy::kLpm},
+                      Variant{"separate_reuse_lpm", ScheduleKind::kSeparate, 0, 0, 0, true,
+                              KvPolicy::kReuse, 0, AdmissionPolicy::kLpm}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
