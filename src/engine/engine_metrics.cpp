@@ -45,6 +45,17 @@ EngineMetrics::EngineMetrics(MetricsRegistry& reg)
       prompt_tokens_(&reg.counter("prompt_tokens_total", "Prompt tokens of admitted requests")),
       generation_tokens_(&reg.counter("generation_tokens_total", "Output tokens committed")),
       preemptions_(&reg.counter("num_preemptions_total", "Requests preempted by recompute")),
+      host_hits_(&reg.counter("prefix_cache_host_hits_total",
+                              "Of the prefix-cache hits, prompt tokens loaded from the host tier")),
+      stored_blocks_(&reg.counter("kv_offload_blocks_total",
+                                  "KV blocks copied between the GPU and the host tier",
+                                  {{"direction", "store"}})),
+      loaded_blocks_(&reg.counter("kv_offload_blocks_total",
+                                  "KV blocks copied between the GPU and the host tier",
+                                  {{"direction", "load"}})),
+      host_blocks_(&reg.gauge("kv_host_cache_blocks", "KV blocks of the host tier")),
+      host_usage_(&reg.gauge("kv_host_cache_usage_perc",
+                             "Fraction of the host tier's blocks holding a cached block (0-1)")),
       finished_stop_(&reg.counter("request_success_total", "Finished requests by reason",
                                   {{"finished_reason", "stop"}})),
       finished_length_(&reg.counter("request_success_total", "Finished requests by reason",
@@ -63,6 +74,13 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
   add_delta(*prompt_tokens_, s.prompt_tokens, last_.prompt_tokens);
   add_delta(*generation_tokens_, s.generation_tokens, last_.generation_tokens);
   add_delta(*preemptions_, s.preemptions, last_.preemptions);
+  add_delta(*host_hits_, s.prefix_cache_host_hits, last_.prefix_cache_host_hits);
+  add_delta(*stored_blocks_, s.kv_stored_blocks, last_.kv_stored_blocks);
+  add_delta(*loaded_blocks_, s.kv_loaded_blocks, last_.kv_loaded_blocks);
+  host_blocks_->set(static_cast<double>(s.num_host_kv_blocks));
+  host_usage_->set(s.num_host_kv_blocks > 0 ? static_cast<double>(s.num_host_kv_cached) /
+                                                  static_cast<double>(s.num_host_kv_blocks)
+                                            : 0.0);
   add_delta(*finished_stop_, s.finished_stop, last_.finished_stop);
   add_delta(*finished_length_, s.finished_length, last_.finished_length);
   add_delta(*finished_abort_, s.finished_abort, last_.finished_abort);

@@ -22,6 +22,14 @@ std::string completion_body(int first) {
   return json{{"prompt", ids}, {"max_tokens", 4}, {"temperature", 0}}.dump();
 }
 
+double metric(int port, const std::string& series) {
+  HttpReply r = http(port, "GET", "/metrics");
+  const std::string key = "\npaceline:" + series + " ";
+  const size_t at = r.body.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(r.body.substr(at + key.size()));
+}
+
 struct Answer {
   int cached_tokens = -1;
   std::string text;
@@ -50,6 +58,11 @@ TEST(ServeHostTier, APrefixPushedOutOfTheKvCacheComesBackFromHostMemory) {
   EXPECT_EQ(first.cached_tokens, 0);
   EXPECT_EQ(again.cached_tokens, 192);  // all 12 full blocks: part GPU, part host
   EXPECT_EQ(again.text, first.text);    // the loaded KV is the KV that was computed
+  EXPECT_EQ(metric(server.port(), "kv_host_cache_blocks"), 32);
+  EXPECT_GT(metric(server.port(), "prefix_cache_host_hits_total"), 0);
+  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total{direction=\"store\"}"), 0);
+  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total{direction=\"load\"}"), 0);
+  EXPECT_GT(metric(server.port(), "kv_host_cache_usage_perc"), 0);
 }
 
 TEST(ServeHostTier, WithoutTheTierThePushedOutPartIsRecomputed) {
