@@ -122,6 +122,7 @@ void KvManager::release_transfer_pins() {
 }
 
 void KvManager::drop_transfers() {
+  release_transfer_pins();  // no forward will read them; a store's block may be among them
   for (const BlockCopy& c : pending_.stores) {
     host_->allocate(c.host_block);  // drops the hash its content never reached
     host_->release(c.host_block);

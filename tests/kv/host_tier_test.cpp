@@ -88,6 +88,25 @@ TEST_F(HostTier, DroppedTransfersForgetTheStoresTheyPromised) {
   EXPECT_TRUE(kv.take_transfers().empty());
 }
 
+// A pass stores A's tail to the host for B, preempts B, then admits A again with a load of that
+// very tail; every row then goes, and the copies are dropped with a pinned block among them.
+TEST(HostTierDrop, ABlockStoredAndPinnedInTheSamePassIsDroppedCleanly) {
+  KvManager kv({.num_blocks = 10, .block_size = 4, .num_host_blocks = 8});
+  const auto a = tokens_from(100, 17), b = tokens_from(200, 29);
+  run_turn(kv, a);
+  BlockTable sb, sa;
+  ASSERT_TRUE(kv.allocate_for(sb, 29, kv.find_cached_prefix(sb, b)));  // evicts A2, A3
+  kv.free(sb);                                                          // preempted
+  const PrefixHit hit = kv.find_cached_prefix(sa, a);
+  ASSERT_EQ(hit.blocks.size(), 2u);
+  ASSERT_EQ(hit.host_blocks.size(), 2u);
+  ASSERT_TRUE(kv.allocate_for(sa, 17, hit));
+  kv.free(sa);
+  EXPECT_NO_THROW(kv.drop_transfers());
+  EXPECT_EQ(kv.host_pool()->num_cached(), 0);
+  for (int32_t h = 0; h < 8; ++h) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
+}
+
 TEST(HostTierOff, NothingIsStoredWithoutOne) {
   KvManager kv({.num_blocks = 5, .block_size = 4});
   run_turn(kv, tokens_from(100, 17));

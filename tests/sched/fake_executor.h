@@ -54,6 +54,11 @@ inline std::vector<int32_t> prompt_of(int n, int32_t first = 1000) {
   return t;
 }
 
+inline std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 inline RequestParams max_tokens(int64_t n) {
   RequestParams p;
   p.max_tokens = n;

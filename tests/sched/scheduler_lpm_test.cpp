@@ -9,17 +9,13 @@
 namespace paceline {
 namespace {
 
+using testing::concat;
 using testing::FakeExecutor;
 using testing::ids_of;
 using testing::max_tokens;
 using testing::prompt_of;
 using testing::run_step;
 using testing::small_config;
-
-std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // 64 blocks of 4. Request 1 leaves 60 tokens of prompt A cached; request 9 runs a 100-token
 // prompt and keeps decoding (25 blocks). Then 2 (170 new tokens: 43 blocks, more than the 39

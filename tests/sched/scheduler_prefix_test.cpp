@@ -8,16 +8,12 @@
 namespace paceline {
 namespace {
 
+using testing::concat;
 using testing::FakeExecutor;
 using testing::max_tokens;
 using testing::prompt_of;
 using testing::run_step;
 using testing::small_config;
-
-std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 TEST(PrefixReuse, ASecondRequestWithTheSamePrefixComputesOnlyTheNewBlocks) {
   VirtualClock clock;
