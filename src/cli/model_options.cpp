@@ -104,7 +104,8 @@ int64_t kv_offloading_bytes(double gib) {
   return bytes;
 }
 
-// Host-tier blocks of the CPU and null executors (float32 KV, as their KV cache).
+// Host-tier blocks of the CPU and null executors (float32 KV, as their KV cache); the CUDA
+// executor is given the bytes and sizes its own blocks.
 int64_t host_kv_blocks_for(const ModelOptions& o, const ModelConfig& config) {
   if (o.kv_offloading_size <= 0) return 0;
   const int64_t block_bytes = config.kv_bytes_per_token(sizeof(float)) * o.block_size;
@@ -149,6 +150,7 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const Loaded
   co.enforce_eager = o.enforce_eager;
   co.max_num_batched_tokens = engine.max_num_batched_tokens;
   co.max_model_len = engine.max_model_len;
+  co.host_kv_bytes = kv_offloading_bytes(o.kv_offloading_size);
   // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
   co.cudagraph_sizes =
       engine.cudagraph_capture_sizes.empty()
@@ -202,10 +204,6 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
                                               m.config.eos_token_ids,
                                               host_kv_blocks_for(o, m.config));
   } else if (o.device == "cuda") {
-    if (o.kv_offloading_size > 0) {
-      fail("--kv-offloading-size: the CUDA executor has no host KV tier yet (the CPU and null "
-           "executors and paceline sim have it)");
-    }
 #if PACELINE_HAVE_CUDA
     executor = make_cuda_executor(o, m, engine);
 #else

@@ -70,7 +70,8 @@ void report_fit(const sim::ProfileTable& table, const std::string& out) {
 
 int profile_from_logs(const ProfileOptions& o) {
   const ModelConfig config = model_config_load(o.model);
-  const sim::ProfileTable table = sim::profile_from_step_logs(o.from_step_logs, config);
+  const sim::ProfileTable table = sim::profile_from_step_logs(o.from_step_logs, config,
+                                                                o.host_kv_bandwidth * 1e9);
   const std::string out =
       o.out.empty() ? fmt::format("profile-{}-{}-served.json", config.name, table.device) : o.out;
   write_json(out, sim::profile_table_to_json(table));
@@ -97,6 +98,10 @@ void add_profile_options(CLI::App& cmd, ProfileOptions& o) {
   cmd.add_option("--from-step-log", o.from_step_logs,
                  "fit the profile to the steps of `paceline serve --step-log` files instead of "
                  "measuring isolated forwards (repeat for several runs)");
+  cmd.add_option("--host-kv-bandwidth", o.host_kv_bandwidth,
+                 "GB/s of the host KV tier's copies, taken out of the time of logged steps that "
+                 "made them (--from-step-log), as paceline sim charges them")
+      ->capture_default_str();
   cmd.add_option("--repeats", o.grid.repeats, "timed runs per point (median kept)")
       ->capture_default_str();
   cmd.add_option("--prefill-tokens", o.grid.prefill_tokens, "prefill sizes")->delimiter(',');

@@ -22,6 +22,7 @@ struct ProfileOptions {
   std::string roofline;  // a GPU name: write its roofline profile instead of measuring
   sim::ProfileGrid grid;
   std::vector<std::string> from_step_logs;  // fit to a server's steps instead of measuring
+  double host_kv_bandwidth = 46;  // GB/s: host-tier copies taken out of logged steps' time
 };
 
 void add_profile_options(CLI::App& cmd, ProfileOptions& options);

@@ -11,10 +11,17 @@ namespace paceline {
 std::string step_log_line(const StepPlan& plan, const StepTiming& t) {
   std::string line = fmt::format(
       "{{\"step\": {}, \"kind\": \"{}\", \"t_us\": {}, \"execute_us\": {:.1f}, \"host_us\": {:.1f}, "
-      "\"padded_batch\": {}, \"seqs\": [",
+      "\"padded_batch\": {}, ",
       plan.step_id, forward_kind_name(plan.kind), t.start_ns / 1000,
       static_cast<double>(t.execute_ns) / 1e3, static_cast<double>(t.host_ns) / 1e3,
       plan.padded_batch_size);
+  // A step that copied blocks to or from the host tier says how many: the copies are part of its
+  // execute time, and a profile fitted to the log must not charge them as compute.
+  if (!plan.kv_transfers.empty()) {
+    fmt::format_to(std::back_inserter(line), "\"kv_stores\": {}, \"kv_loads\": {}, ",
+                   plan.kv_transfers.stores.size(), plan.kv_transfers.loads.size());
+  }
+  line += "\"seqs\": [";
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
     fmt::format_to(std::back_inserter(line), "{}[{}, {}, {}]", i == 0 ? "" : ", ", s.tokens.size(),

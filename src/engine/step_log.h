@@ -13,6 +13,8 @@
 //   t_us       the step's start on the engine's clock
 //   execute_us Executor::execute, as the engine's steady clock saw it (in the simulator: the
 //              cost model's prediction)
+//   kv_stores, kv_loads  only in a step that copied blocks to (stores) or from (loads) the host
+//              KV tier: how many; the copies are inside execute_us
 //   host_us    the rest of the step on the engine: taking new requests, schedule(), update(),
 //              metrics and handing each request's tokens to its stream (not the wait for work;
 //              0 on the simulator's clock)

@@ -35,10 +35,13 @@ Header parse_header(const nlohmann::json& h, const std::string& where) {
   return out;
 }
 
-// A step line as the StepPlan it describes (token values do not matter to the cost model).
-ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::string& where) {
+// A step line as the StepPlan it describes (token values do not matter to the cost model), and
+// the number of blocks of its longer copy direction (0 without copies).
+ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::string& where,
+                        int64_t& copied_blocks) {
   StepPlan plan;
   double execute_us = 0, host_us = 0, t_us = 0;
+  int64_t stores = 0, loads = 0;
   try {
     const std::string kind = j.at("kind").get<std::string>();
     const std::optional<ForwardKind> k = forward_kind_from_name(kind);
@@ -48,6 +51,8 @@ ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::
     execute_us = j.at("execute_us").get<double>();
     host_us = j.at("host_us").get<double>();
     plan.padded_batch_size = j.at("padded_batch").get<int32_t>();
+    stores = j.value("kv_stores", int64_t{0});
+    loads = j.value("kv_loads", int64_t{0});
     for (const auto& s : j.at("seqs")) {
       ScheduledSeq seq;
       const int64_t tokens = s.at(0).get<int64_t>();
@@ -67,6 +72,8 @@ ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::
     fail("{}: execute_us must be positive and host_us non-negative", where);
   }
   if (!(t_us >= 0)) fail("{}: t_us must be non-negative", where);
+  if (stores < 0 || loads < 0) fail("{}: kv_stores and kv_loads must be non-negative", where);
+  copied_blocks = std::max(stores, loads);
   const StepWork w = step_work(plan);
   ProfilePoint p = work_point(w, execute_us + host_us);
   p.padding_rows = graph_padding ? w.padding_rows : 0;
@@ -77,8 +84,10 @@ ProfilePoint parse_step(const nlohmann::json& j, bool graph_padding, const std::
 }  // namespace
 
 ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
-                                    const ModelConfig& model) {
+                                    const ModelConfig& model, double host_kv_bytes_per_s) {
   if (paths.empty()) fail("--from-step-log: no file given");
+  if (!(host_kv_bytes_per_s > 0)) fail("--host-kv-bandwidth must be positive");
+  int64_t copy_steps = 0, dropped_steps = 0;
   ProfileTable table;
   std::optional<Header> first;
   // The logs laid end to end on one clock: each starts where the one before ended.
@@ -117,7 +126,20 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
         continue;
       }
       if (!header) fail("{}: a step before the header line", where);
-      ProfilePoint point = parse_step(j, header->device == "cuda", where);
+      int64_t copied_blocks = 0;
+      ProfilePoint point = parse_step(j, header->device == "cuda", where, copied_blocks);
+      if (copied_blocks > 0) {
+        ++copy_steps;
+        const double block_bytes = static_cast<double>(
+            header->block_size * model.kv_bytes_per_token(header->kv_element_bytes));
+        const double copy_us =
+            static_cast<double>(copied_blocks) * block_bytes / host_kv_bytes_per_s * 1e6;
+        if (point.time_us - copy_us <= 0) {
+          ++dropped_steps;
+          continue;
+        }
+        point.time_us -= copy_us;
+      }
       if (!shift) shift = log_end_us - point.t_us;
       point.t_us += *shift;
       if (!table.points.empty() && point.t_us < table.points.back().t_us) {
@@ -143,6 +165,12 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
       "fitted by paceline profile --from-step-log to {} steps a server executed: each point is "
       "one engine iteration (Executor::execute plus the loop's scheduling, update and delivery)",
       table.points.size())};
+  if (copy_steps > 0) {
+    table.notes.push_back(fmt::format(
+        "{} steps copied host-tier KV blocks: their copies ({:.0f} GB/s, --host-kv-bandwidth) were "
+        "taken out of their time; {} steps left with no time were dropped",
+        copy_steps, host_kv_bytes_per_s / 1e9, dropped_steps));
+  }
   for (const std::string& p : paths) table.notes.push_back("step log: " + p);
   return table;
 }

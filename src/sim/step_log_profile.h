@@ -12,8 +12,13 @@
 namespace paceline::sim {
 
 // Reads the logs (all from the same device and model, which must be `model`) into one table.
-// Throws paceline::Error naming the file and line of anything malformed.
+// A step that copied host-tier blocks (kv_stores, kv_loads) has the copies' time taken out, as the
+// simulator charges them (the longer direction's blocks x block bytes / host_kv_bytes_per_s), so
+// that a simulation with the host tier does not pay them twice; a step left with no time by that
+// is dropped (counted in the table's notes). Throws paceline::Error naming the file and line of
+// anything malformed.
 ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
-                                    const ModelConfig& model);
+                                    const ModelConfig& model,
+                                    double host_kv_bytes_per_s = 46e9);
 
 }  // namespace paceline::sim

@@ -71,6 +71,22 @@ TEST(StepLog, ALineNamesTheKindTimesAndEverySequence) {
   EXPECT_EQ(j["seqs"], nlohmann::json::parse("[[100, 50, 1], [1, 300, 1]]"));
 }
 
+TEST(StepLog, AStepThatCopiedHostTierBlocksSaysHowMany) {
+  StepPlan plan;
+  ScheduledSeq a;
+  a.tokens.assign(3, 1);
+  plan.seqs = {a};
+  const auto plain = nlohmann::json::parse(step_log_line(plan, {0, 1000, 0}));
+  EXPECT_FALSE(plain.contains("kv_stores"));
+  EXPECT_FALSE(plain.contains("kv_loads"));
+  plan.kv_transfers.stores = {{1, 2}, {3, 4}};
+  plan.kv_transfers.loads = {{5, 6}, {7, 8}, {9, 10}};
+  const auto j = nlohmann::json::parse(step_log_line(plan, {0, 1000, 0}));
+  EXPECT_EQ(j["kv_stores"], 2);
+  EXPECT_EQ(j["kv_loads"], 3);
+  EXPECT_EQ(j["seqs"], nlohmann::json::parse("[[3, 0, 1]]"));
+}
+
 TEST(StepLog, AnUnwritablePathIsAnErrorThatNamesIt) {
   try {
     StepLog log("/nonexistent-dir/steps.jsonl");

@@ -197,6 +197,33 @@ TEST_F(StepLogProfile, CudaLogsCountGraphPaddingRows) {
   EXPECT_EQ(profile_from_step_logs({cpu}, tiny()).points[0].padding_rows, 0);
 }
 
+TEST_F(StepLogProfile, HostTierCopiesAreTakenOutOfTheStepsThatMadeThem) {
+  // tiny's block: 16 tokens x kv_bytes_per_token(4) bytes; at 1 GB/s, 10 blocks take
+  // 10 x block / 1e9 s.
+  const double block = 16.0 * static_cast<double>(tiny().kv_bytes_per_token(4));
+  const double ten_blocks_us = 10 * block / 1e9 * 1e6;
+  StepPlan copying = plan_of(ForwardKind::kPrefill, 1, 100, 0);
+  copying.kv_transfers.stores.assign(4, {0, 0});
+  copying.kv_transfers.loads.assign(10, {0, 0});  // the longer direction counts
+  StepPlan swamped = plan_of(ForwardKind::kPrefill, 1, 100, 0);
+  swamped.kv_transfers.loads.assign(1000, {0, 0});  // more copy time than the step took
+  const auto step_ns = std::llround((ten_blocks_us + 500) * 1000);
+  const std::string path =
+      write("tier.jsonl", header("cpu", tiny().name) +
+                              step_log_line(plan_of(ForwardKind::kPrefill, 1, 100, 0), {0, step_ns, 0}) +
+                              step_log_line(copying, {10'000'000, step_ns, 0}) +
+                              step_log_line(swamped, {20'000'000, step_ns, 0}));
+  const ProfileTable t = profile_from_step_logs({path}, tiny(), 1e9);
+  ASSERT_EQ(t.points.size(), 2u);  // the swamped step is dropped
+  EXPECT_NEAR(t.points[0].time_us, ten_blocks_us + 500, 0.06);  // the log keeps 0.1 us
+  EXPECT_NEAR(t.points[1].time_us, 500, 0.06);
+  bool noted = false;
+  for (const std::string& n : t.notes) noted |= n.find("2 steps copied host-tier KV blocks") != std::string::npos &&
+                                              n.find("1 steps left with no time were dropped") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_THROW(profile_from_step_logs({path}, tiny(), 0), Error);
+}
+
 TEST_F(StepLogProfile, MalformedLogsNameTheFileAndLine) {
   const std::string ok_step =
       step_log_line(plan_of(ForwardKind::kDecode, 1, 1, 10), {0, 1'000'000, 0});

@@ -13,6 +13,7 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/decode_graphs.h"
+#include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/step_inputs.h"
 #include "exec/sampler.h"
 
@@ -78,6 +79,7 @@ struct CudaExecutor::Impl {
   StepBuffers eager_inputs;
   Activations eager_acts;
   std::unique_ptr<DecodeGraphs> graphs;
+  std::unique_ptr<HostKvTier> host_tier;
   PinnedBuffer host_tokens;
   DeviceBuffer sample_params;  // SampleRow per sampled row
   DeviceBuffer sample_weights;  // scratch: a row of fixed-point weights per sampled row
@@ -155,6 +157,18 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows));
 
   const KvCacheShape kv = m.model.kv_cache_shape();
+  if (options.host_kv_bytes > 0) {
+    const int64_t host_blocks = options.host_kv_bytes / m.model.kv_bytes_per_block();
+    if (host_blocks < 1) {
+      fail("--kv-offloading-size: {} bytes hold no KV block of {} bytes", options.host_kv_bytes,
+           m.model.kv_bytes_per_block());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    m.host_tier = std::make_unique<HostKvTier>(host_blocks, m.model.kv_block_layout());
+    spdlog::info("cuda: host KV tier of {} blocks ({:.2f} GiB pinned) in {:.2f} s", host_blocks,
+                 static_cast<double>(host_blocks * m.model.kv_bytes_per_block()) / (1 << 30),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   m.limits.vocab_size = config.vocab_size;
   m.limits.num_blocks = kv.num_blocks;
   m.limits.block_size = kv.block_size;
@@ -188,6 +202,7 @@ ExecutorCapabilities CudaExecutor::capabilities() const {
   x.kv_element_bytes = kKvElementBytes;
   x.graph_sizes = impl_->graphs->sizes();
   x.max_num_batched_tokens = impl_->options.max_num_batched_tokens;
+  x.num_host_kv_blocks = impl_->host_tier ? impl_->host_tier->num_blocks() : 0;
   return x;
 }
 
@@ -196,6 +211,19 @@ const std::vector<int32_t>& CudaExecutor::graph_sizes() const { return impl_->gr
 bool CudaExecutor::last_step_used_graph() const { return impl_->last_used_graph; }
 
 double CudaExecutor::last_gpu_ms() const { return impl_->last_gpu_ms; }
+
+namespace {
+
+// The plan's copies, on the step's stream ahead of its forward: stores first (they read blocks
+// the forward may overwrite), then loads (the forward reads them).
+void enqueue_kv_transfers(HostKvTier* tier, const KvTransfers& t, cudaStream_t stream) {
+  if (t.empty()) return;
+  if (tier == nullptr) fail("step plans copies to a host KV tier this executor does not have");
+  for (const BlockCopy& c : t.stores) tier->store(c.gpu_block, c.host_block, stream);
+  for (const BlockCopy& c : t.loads) tier->load(c.host_block, c.gpu_block, stream);
+}
+
+}  // namespace
 
 StepResult CudaExecutor::execute(const StepPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
@@ -208,6 +236,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   if (m.last_used_graph) {
     HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
+    enqueue_kv_transfers(m.host_tier.get(), plan.kv_transfers, m.stream);
     m.graphs->replay(h, plan.padded_batch_size);
     m.last_acts = &m.graphs->activations();
     num_logits = static_cast<int>(plan.seqs.size());
@@ -217,6 +246,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
                          std::max(1, num_logits), kDecodeSplits);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
+    enqueue_kv_transfers(m.host_tier.get(), plan.kv_transfers, m.stream);
     m.eager_inputs.upload(h, m.stream);
     StepCounts counts{h.rows(), num_logits, static_cast<int>(h.decode_rows.size()),
                       h.num_tiles()};

@@ -29,6 +29,9 @@ struct CudaExecutorOptions {
   // Decode batch sizes captured as CUDA graphs at startup; empty or enforce_eager: none.
   std::vector<int32_t> cudagraph_sizes;
   bool enforce_eager = false;
+  // Bytes of pinned host memory for the host KV tier (--kv-offloading-size); 0: none. The
+  // executor divides it by its own block size (its KV element size) and reports the blocks.
+  int64_t host_kv_bytes = 0;
 };
 
 // Whether a CUDA device is present and usable (false in a build without CUDA).

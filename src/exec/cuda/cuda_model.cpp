@@ -47,6 +47,17 @@ void CudaModel::allocate_kv_cache(KvCacheShape shape) {
   PACELINE_CUDA_CHECK(cudaMemset(kv_cache_.as<void>(), 0, bytes));
 }
 
+KvBlockLayout CudaModel::kv_block_layout() const {
+  const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
+  KvBlockLayout l;
+  l.base = kv_cache_.as<char>();
+  l.plane_pitch = static_cast<size_t>(layer_elems) * sizeof(bf16);
+  l.chunk_bytes = static_cast<size_t>(kv_shape_.block_size * config_.kv_size()) * sizeof(bf16);
+  l.planes = 2 * config_.num_hidden_layers;
+  l.num_blocks = kv_shape_.num_blocks;
+  return l;
+}
+
 LayerCache CudaModel::layer_cache(int64_t layer) const {
   const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
   LayerCache c;

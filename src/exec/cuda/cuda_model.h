@@ -11,6 +11,7 @@
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/gemm.h"
 #include "exec/cuda/gpu_weights.h"
+#include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/step_inputs.h"
 #include "exec/executor.h"
 #include "model/config.h"
@@ -48,6 +49,8 @@ class CudaModel {
   void allocate_kv_cache(KvCacheShape shape);
   KvCacheShape kv_cache_shape() const { return kv_shape_; }
   int64_t kv_bytes_per_block() const;
+  // Where each block's K and V planes lie in the cache (the host tier's copies).
+  KvBlockLayout kv_block_layout() const;
 
   // Enqueues the forward of the uploaded step: logits of its logit rows into acts.logits and
   // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).

@@ -1,0 +1,133 @@
+// The CUDA executor's host KV tier: a prompt's blocks stored to pinned host memory, their GPU
+// blocks overwritten by another prompt in the same step, then loaded back into other GPU blocks,
+// must decode exactly as if the KV had never moved (the copies are byte copies of bf16 KV and
+// the kernels are batch invariant), eagerly and through a CUDA graph. A decode over the
+// overwritten blocks, without the load, must differ: the comparison can see a missing copy.
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../cpu_forward/test_model.h"
+#include "base/error.h"
+#include "cuda_test_util.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+#if PACELINE_HAVE_CUDA
+namespace paceline {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::make_seq;
+
+constexpr int64_t kBlockSize = 16;
+constexpr int64_t kGpuBlocks = 16;
+constexpr int64_t kHostBlocks = 8;
+
+std::vector<int32_t> tokens(int64_t n, int32_t first, int32_t vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (first + 37 * static_cast<int32_t>(i)) % vocab;
+  return t;
+}
+
+class CudaHostTier : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    PACELINE_REQUIRE_GPU();
+    const fs::path folder =
+        fs::path(testing::source_dir()) / "tests/fixtures/models/qwen3-tiny-random";
+    config_ = model_config_load(folder.string());
+    weights_ = load_safetensors_weights(folder.string(), config_);
+  }
+
+  CudaExecutorOptions options(bool host_tier) const {
+    CudaExecutorOptions o;
+    o.block_size = kBlockSize;
+    o.kv_cache_bytes = kGpuBlocks * kBlockSize * config_.kv_bytes_per_token(2);
+    o.max_num_batched_tokens = 1024;
+    if (GetParam()) o.cudagraph_sizes = {1, 2, 4};
+    if (host_tier) o.host_kv_bytes = kHostBlocks * kBlockSize * config_.kv_bytes_per_token(2);
+    return o;
+  }
+
+  // A one-sequence decode plan of `token` at `position` over `table`.
+  StepPlan decode(int32_t token, int64_t position, const std::vector<int32_t>& table) const {
+    StepPlan p;
+    p.kind = ForwardKind::kDecode;
+    p.seqs.push_back(make_seq(1, {token}, position, table, 1));
+    p.seqs.back().sampling.temperature = 0.0;
+    p.padded_batch_size = GetParam() ? 1 : 0;
+    return p;
+  }
+
+  ModelConfig config_;
+  std::unique_ptr<Weights> weights_;
+};
+
+TEST_P(CudaHostTier, StoredOverwrittenAndLoadedBlocksDecodeAsIfNeverMoved) {
+  const int32_t vocab = static_cast<int32_t>(config_.vocab_size);
+  const std::vector<int32_t> prompt = tokens(45, 3, vocab);  // 3 blocks, the last one partial
+  const std::vector<int32_t> other = tokens(48, 11, vocab);
+  const std::vector<int32_t> first_table = {0, 1, 2};
+  const std::vector<int32_t> moved_table = {7, 9, 4};
+
+  // Reference: prefill, then decode in place.
+  CudaExecutor ref(config_, *weights_, options(false));
+  EXPECT_EQ(ref.capabilities().num_host_kv_blocks, 0);
+  StepPlan prefill;
+  prefill.seqs.push_back(make_seq(1, prompt, 0, first_table, 1));
+  prefill.seqs.back().sampling.temperature = 0.0;
+  const int32_t next = ref.execute(prefill).seqs.at(0).tokens.at(0);
+  ref.execute(decode(next, 45, first_table));
+  const std::vector<float> expected = ref.last_logits();
+  EXPECT_EQ(ref.last_step_used_graph(), GetParam());
+
+  CudaExecutor gpu(config_, *weights_, options(true));
+  ASSERT_EQ(gpu.capabilities().num_host_kv_blocks, kHostBlocks);
+  ASSERT_EQ(gpu.execute(prefill).seqs.at(0).tokens.at(0), next);
+  // One step stores the prompt's blocks and prefills another prompt into the same GPU blocks:
+  // the stores must read them before the forward writes.
+  StepPlan overwrite;
+  overwrite.seqs.push_back(make_seq(2, other, 0, first_table, 1));
+  overwrite.kv_transfers.stores = {{0, 5}, {1, 2}, {2, 6}};
+  gpu.execute(overwrite);
+
+  // Decoding over the overwritten blocks sees the other prompt's KV: not the expected logits.
+  gpu.execute(decode(next, 45, first_table));
+  const std::vector<float> stale = gpu.last_logits();
+  ASSERT_EQ(stale.size(), expected.size());
+  EXPECT_NE(stale, expected) << "the overwrite did not change the KV: the test cannot see a copy";
+
+  // Loaded back into other GPU blocks, in the same step that decodes over them.
+  StepPlan reload = decode(next, 45, moved_table);
+  reload.kv_transfers.loads = {{7, 5}, {9, 2}, {4, 6}};
+  gpu.execute(reload);
+  EXPECT_EQ(gpu.last_step_used_graph(), GetParam());
+  EXPECT_EQ(gpu.last_logits(), expected);
+}
+
+TEST_P(CudaHostTier, CopiesOutsideThePoolsAreRefused) {
+  CudaExecutor gpu(config_, *weights_, options(true));
+  StepPlan p = decode(1, 0, {0});
+  p.kv_transfers.stores = {{0, static_cast<int32_t>(kHostBlocks)}};
+  EXPECT_THROW(gpu.execute(p), Error);
+  CudaExecutor no_tier(config_, *weights_, options(false));
+  StepPlan q = decode(1, 0, {0});
+  q.kv_transfers.loads = {{0, 0}};
+  EXPECT_THROW(no_tier.execute(q), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(EagerAndGraphs, CudaHostTier, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("Graphs") : std::string("Eager");
+                         });
+
+}  // namespace
+}  // namespace paceline
+#else
+TEST(CudaHostTier, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+#endif
