@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "bench/session_key.h"
 
 namespace paceline::bench {
 
@@ -109,6 +111,16 @@ std::string request_body(const RequestSpec& spec, const HttpTransportOptions& op
   return body;
 }
 
+std::string request_headers(const RequestSpec& spec, const HttpTransportOptions& options,
+                            uint64_t run) {
+  std::string h = fmt::format("X-Correlation-ID: {:016x}-{}\r\n", run, spec.id);
+  if (options.session_id_header) {
+    const std::string session = session_key(spec);
+    if (!session.empty()) h += fmt::format("X-Session-ID: {}\r\n", session);
+  }
+  return h;
+}
+
 struct HttpTransport::Connection {
   explicit Connection(asio::io_context& io) : socket(io) {}
   tcp::socket socket;
@@ -156,7 +168,7 @@ HttpTransport::HttpTransport(asio::io_context& io, HttpTransportOptions options,
       options_.url.base_path, path, options_.url.host, options_.url.port);
   if (!options_.api_key.empty())
     head_ += fmt::format("Authorization: Bearer {}\r\n", options_.api_key);
-  head_ += "Content-Length: ";
+  run_ = std::random_device{}() * 0x100000000ULL + std::random_device{}();
 }
 
 HttpTransport::~HttpTransport() {
@@ -172,7 +184,8 @@ void HttpTransport::send(const RequestSpec& spec, StreamCallbacks callbacks) {
   ex->id = spec.id;
   ex->cb = std::move(callbacks);
   ex->body = request_body(spec, options_);
-  ex->head = head_ + std::to_string(ex->body.size()) + "\r\n\r\n";
+  ex->head = head_ + request_headers(spec, options_, run_) + "Content-Length: " +
+             std::to_string(ex->body.size()) + "\r\n\r\n";
   state_->live[ex->id] = ex;
   ++state_->pending;
   start(ex);

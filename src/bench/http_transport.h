@@ -8,7 +8,9 @@
 // What a request sends (../shared/specs/agentx-replay.md): `model`, the prompt (chat: one user
 // message of filler text, text_prompt.h; completions: token ids, token_prompt.h), `stream`,
 // `stream_options.include_usage`, `max_tokens` = `max_completion_tokens` = `min_tokens` = OSL,
-// `ignore_eos`; `Authorization: Bearer` with an API key. Only http:// URLs (no TLS).
+// `ignore_eos`; `Authorization: Bearer` with an API key; `X-Correlation-ID` (unique per request)
+// and, when asked, `X-Session-ID` (the agent session, session_key.h), as AIPerf sends them. Only
+// http:// URLs (no TLS).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,12 +47,18 @@ struct HttpTransportOptions {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;  // sent instead of the recorded model; empty: the recorded one
   std::string api_key;
+  bool session_id_header = false;  // X-Session-ID on every request that belongs to a session
   TextPromptConfig text;
   TokenPromptConfig tokens;
 };
 
 // The JSON body of one request.
 std::string request_body(const RequestSpec& spec, const HttpTransportOptions& options);
+// The per-request header lines, each ending in CRLF: X-Correlation-ID "<run>-<spec.id>" (`run`:
+// 16 hex digits drawn once per transport, so ids differ across runs) and, when asked and the
+// request has a session, X-Session-ID.
+std::string request_headers(const RequestSpec& spec, const HttpTransportOptions& options,
+                            uint64_t run);
 
 class HttpTransport final : public Transport {
  public:
@@ -96,7 +104,8 @@ class HttpTransport final : public Transport {
   boost::asio::io_context& io_;
   HttpTransportOptions options_;
   const Clock& clock_;
-  std::string head_;  // request line and headers up to Content-Length
+  std::string head_;  // request line and the headers every request shares
+  uint64_t run_ = 0;  // the correlation ids' prefix
   std::unique_ptr<State> state_;
   std::function<void()> after_finish_;
   int64_t content_chunks_ = 0;

@@ -87,6 +87,7 @@ nlohmann::json settings_json(const BenchOptions& o, const LoadedTraces& t, int c
       {"url", bench::parse_http_url(o.url).str()},
       {"model", model},
       {"endpoint", o.endpoint},
+      {"session_id_header", o.session_id_header},
       {"trace_kind", t.open_loop ? "mooncake" : "agentx"},
       {"open_loop", t.open_loop},
       {"concurrency", concurrency},
@@ -137,6 +138,9 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o, bool with_run_dir) {
   cmd.add_option("--model", o.model, "model name to send (default: first of GET /v1/models)");
   cmd.add_option("--api-key", o.api_key, "sent as 'Authorization: Bearer KEY'")
       ->envname("PACELINE_API_KEY");
+  cmd.add_flag("--session-id-header", o.session_id_header,
+               "send X-Session-ID: the agent session of each request, for a router's affinity "
+               "(nginx: hash $http_x_session_id consistent)");
   cmd.add_option("--delayer", o.delayer, "the table's delayer column (default: from /metrics)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd.add_flag("!--no-metrics", o.scrape_metrics, "do not scrape the server's /metrics");
@@ -150,6 +154,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   http.url = bench::parse_http_url(o.url);
   http.endpoint = bench::parse_endpoint(o.endpoint);
   http.api_key = o.api_key;
+  http.session_id_header = o.session_id_header;
   http.text.seed = o.seed;
   http.text.overhead_tokens =
       o.chat_overhead_tokens >= 0 ? o.chat_overhead_tokens : bench::kDefaultChatOverheadTokens;

@@ -24,6 +24,9 @@ struct BenchOptions {
   std::string endpoint = "chat";
   std::string model;  // default: the first id of GET /v1/models
   std::string api_key;
+  // Send X-Session-ID (the agent session, bench/session_key.h) with every request, for a router
+  // in front of replicas; off by default, as in AIPerf. X-Correlation-ID is always sent.
+  bool session_id_header = false;
   std::string delayer;  // the table's delayer column; default: from the server's /metrics
   bool scrape_metrics = true;
   int64_t chat_overhead_tokens = -1;  // -1: the default estimate (text_prompt.h)

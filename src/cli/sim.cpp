@@ -24,6 +24,7 @@ namespace {
 // Everything a run needs that does not depend on the concurrency.
 struct SimSetup {
   sim::StepNoiseMode step_noise = sim::StepNoiseMode::kNone;  // resolved: none or replay
+  sim::RouterKind router = sim::RouterKind::kSession;
   ModelConfig model;
   sim::SimProfile profile;
   ResolvedEngineConfig engine;
@@ -36,7 +37,11 @@ SimSetup prepare(const SimOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024) {
     fail("--block-size: {} is out of range 1..1024", o.block_size);
   }
+  if (o.replicas < 1) fail("--replicas must be at least 1 (got {})", o.replicas);
   SimSetup s;
+  const std::optional<sim::RouterKind> router = sim::router_kind_from_name(o.router);
+  if (!router) fail("--router: '{}' is not one of session, round-robin, least-loaded", o.router);
+  s.router = *router;
   s.model = model_config_load(o.model);
   s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization);
   const std::optional<sim::StepNoiseMode> noise = sim::step_noise_mode_from_name(o.step_noise);
@@ -102,6 +107,10 @@ sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurr
   c.arrival = arrival_replay_config(o.replay, o.seed);
   c.prompt.seed = o.seed;
   c.summary = summary_options(o.replay);
+  // Throughput per GPU counts every replica's GPUs.
+  c.summary.gpus *= o.replicas;
+  c.replicas = o.replicas;
+  c.router = s.router;
   c.step_noise = s.step_noise;
   c.step_noise_seed = o.step_noise_seed.value_or(o.seed);
   return c;
@@ -116,6 +125,8 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"trace_kind", s.traces.open_loop ? "mooncake" : "agentx"},
       {"open_loop", s.traces.open_loop},
       {"concurrency", concurrency},
+      {"replicas", o.replicas},
+      {"router", sim::router_kind_name(s.router)},
       {"seed", o.seed},
       {"scaled", !s.traces.transform.identity()},
       {"trace_transform", bench::transform_json(s.traces.transform, s.traces.stats)},
@@ -157,6 +168,24 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
   return settings;
 }
 
+// One line per replica: where the router sent the load and what each cache kept of it.
+void log_replicas(const sim::SimRun& run, int concurrency) {
+  for (size_t i = 0; i < run.replicas.size(); ++i) {
+    const sim::ReplicaStats& r = run.replicas[i];
+    const double hit = r.engine.prefix_cache_queries
+                           ? static_cast<double>(r.engine.prefix_cache_hits) /
+                                 static_cast<double>(r.engine.prefix_cache_queries)
+                           : 0.0;
+    const double busy = run.end_ns > 0 ? static_cast<double>(r.executor.busy_ns) /
+                                             static_cast<double>(run.end_ns)
+                                       : 0.0;
+    spdlog::info("sim: concurrency {}: replica {} ({}): {} requests, prefix hit {:.1f}%, busy "
+                 "{:.1f}%, {} preemptions",
+                 concurrency, i, sim::router_kind_name(run.router), r.routed, 100 * hit,
+                 100 * busy, r.engine.preemptions);
+  }
+}
+
 // Runs one point and writes its files; returns the summary and the delayer's hold rate.
 std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, const SimSetup& s,
                                                            int concurrency,
@@ -196,6 +225,7 @@ std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, 
   spdlog::info("sim: concurrency {}: {} requests ok, {} failed, {:.0f} s of virtual time -> {}",
                concurrency, run.summary.requests_completed, run.summary.requests_failed,
                static_cast<double>(run.end_ns) / 1e9, dir);
+  if (run.replicas.size() > 1) log_replicas(run, concurrency);
   if (run.summary.context_overflows > 0) {
     spdlog::warn("sim: {} requests exceeded max_model_len {} (raise it with --max-model-len)",
                  run.summary.context_overflows, s.engine.scheduler.max_model_len);
@@ -241,6 +271,13 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                  "see how much the noise alone moves a percentile");
   cmd.add_option("--step-log", o.step_log,
                  "write one JSON line per simulated step to FILE, as serve --step-log does");
+  cmd.add_option("--replicas", o.replicas,
+                 "engines behind the router, each with its own KV cache and --gpus GPUs")
+      ->capture_default_str();
+  cmd.add_option("--router", o.router,
+                 "how requests reach replicas: session (a hash of the agent session, as nginx's "
+                 "hash $http_x_session_id consistent), round-robin, least-loaded (fewest in flight)")
+      ->capture_default_str();
   add_engine_options(cmd, o.engine);
   // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
   // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.

@@ -29,6 +29,10 @@ struct SimOptions {
   std::string step_noise = "auto";
   std::optional<uint64_t> step_noise_seed;  // where the replay starts; default: --seed
   EngineOptions engine;
+  // Engines behind a routing rule on one clock (sim/replica_router.h): session, round-robin or
+  // least-loaded. Each replica has the whole KV cache and --gpus GPUs.
+  int replicas = 1;
+  std::string router = "session";
 
   // The replay, as `paceline bench` spells it.
   ReplayOptions replay;

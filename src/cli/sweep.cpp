@@ -10,6 +10,7 @@
 #include "cli/bench.h"
 #include "cli/report.h"
 #include "cli/sim.h"
+#include "cli/sweep_slurm.h"
 
 namespace paceline {
 
@@ -82,7 +83,6 @@ std::string sweep_point_dir(int concurrency) {
 
 void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
   cmd.add_option("--concurrency", o.concurrencies, "concurrencies to run, e.g. 1,4,16,48")
-      ->required()
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   cmd.add_option("--out", o.out, "sweep directory: one run subdirectory per point")
@@ -91,6 +91,19 @@ void add_sweep_options(CLI::App& cmd, SweepOptions& o) {
   cmd.add_option("--vary", o.vary,
                  "a knob axis FLAG=V1,V2 (e.g. prefill-decode-interval=0,4): every concurrency "
                  "runs once per value into OUT/FLAG-V/conc-N; repeat for more axes");
+  cmd.add_flag("--slurm", o.slurm,
+               "submit the points as one Slurm array job (sbatch) instead of running them here");
+  cmd.add_flag("--dry-run", o.dry_run,
+               "with --slurm: print the script and each point's argv and environment, submit "
+               "nothing");
+  cmd.add_option("--recipe", o.recipe,
+                 "with --slurm: a JSON file of base arguments and per-point overrides "
+                 "(docs/slurm.md)");
+  cmd.add_option("--sbatch", o.sbatch,
+                 "with --slurm: an sbatch option for the job, e.g. --sbatch=--partition=gpu; "
+                 "repeat for more");
+  cmd.add_option("--collect", o.collect,
+                 "build the table and report of a Slurm sweep directory from its finished tasks");
   cmd.footer(
       "Every other option is passed to each point: those of `paceline bench`, or of "
       "`paceline sim` with --sim.");
@@ -142,6 +155,11 @@ SweepPointRunner sweep_point_runner(const SweepOptions& o, const SweepVariant& v
 }
 
 int run_sweep(const SweepOptions& o, const SweepRunnerFactory& runner_for) {
+  if (!o.collect.empty()) return run_sweep_collect(o.collect);
+  if (o.slurm) return run_sweep_slurm(o);
+  if (o.dry_run || !o.recipe.empty() || !o.sbatch.empty()) {
+    fail("sweep: --dry-run, --recipe and --sbatch go with --slurm");
+  }
   if (o.concurrencies.empty()) fail("sweep: --concurrency lists no points");
   const std::vector<SweepVariant> variants = sweep_variants(o);
   std::vector<SweepPointRunner> runners;

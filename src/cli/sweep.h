@@ -20,6 +20,12 @@ struct SweepOptions {
   std::vector<std::string> vary;
   // Every other argument, handed to each point as `paceline bench` (or `paceline sim`) options.
   std::vector<std::string> point_args;
+  // Slurm (sweep_slurm.h): submit the points as an array job, or print it; collect one.
+  bool slurm = false;
+  bool dry_run = false;
+  std::string recipe;
+  std::vector<std::string> sbatch;  // extra #SBATCH options
+  std::string collect;              // a sweep directory a Slurm job wrote into
 };
 
 // How one point ended.
@@ -53,7 +59,8 @@ using SweepRunnerFactory = std::function<SweepPointRunner(const SweepVariant&)>;
 // every variant's points in the order given, rewriting sweep.json after each (a sweep cut short
 // still has a report of what ran), then writes and prints the sweep report. A point that wrote
 // summary.json is listed even when it failed or was cancelled (its row says so). Exit status: 0,
-// 1 when a point failed, 130 when one was cancelled.
+// 1 when a point failed, 130 when one was cancelled. With --slurm or --collect it does those
+// instead (sweep_slurm.h).
 int run_sweep(const SweepOptions& options, const SweepRunnerFactory& runner_for);
 
 // The run directory's name for one point: "conc-16" (what `paceline sim` uses too).

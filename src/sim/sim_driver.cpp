@@ -49,9 +49,11 @@ std::unique_ptr<SimExecutor> make_executor(const SimRunConfig& config, const Cos
   return executor;
 }
 
-// The replay and the engine share one virtual clock; the core reads it, run_virtual moves it.
+// One replica: an engine core and its event adapter. Every replica and the replay share one
+// virtual clock; the cores read it, run_virtual moves it.
 struct SimEngine {
-  SimEngine(const SimRunConfig& config, const CostModel& cost, const StepNoise& noise)
+  SimEngine(const SimRunConfig& config, const CostModel& cost, const StepNoise& noise,
+            const VirtualClock& clock, int replica)
       : executor_owned(make_executor(config, cost, noise, clock)),
         executor(*executor_owned),
         core(config.scheduler, std::move(executor_owned), clock, &metrics),
@@ -62,11 +64,12 @@ struct SimEngine {
       transport.set_oracle(&oracle);
     }
     if (!config.step_log.empty()) {
-      core.set_step_log(std::make_unique<StepLog>(config.step_log), "sim", config.model);
+      const std::string path =
+          config.replicas > 1 ? replica_path(config.step_log, replica) : config.step_log;
+      core.set_step_log(std::make_unique<StepLog>(path), "sim", config.model);
     }
   }
 
-  VirtualClock clock;
   MetricsRegistry metrics;
   std::unique_ptr<SimExecutor> executor_owned;  // moved into the core
   SimExecutor& executor;
@@ -75,7 +78,31 @@ struct SimEngine {
   TraceNextUseOracle oracle;
 };
 
+// The replicas behind their router: what the replayer sends to.
+struct SimCluster {
+  SimCluster(const SimRunConfig& config, const CostModel& cost, const StepNoise& noise) {
+    std::vector<SimTransport*> transports;
+    for (int i = 0; i < config.replicas; ++i) {
+      engines.push_back(std::make_unique<SimEngine>(config, cost, noise, clock, i));
+      transports.push_back(&engines.back()->transport);
+    }
+    router.emplace(std::move(transports), config.router);
+  }
+
+  VirtualClock clock;
+  std::vector<std::unique_ptr<SimEngine>> engines;
+  std::optional<ReplicaRouter> router;
+};
+
 }  // namespace
+
+std::string replica_path(const std::string& path, int replica) {
+  const fs::path p(path);
+  fs::path name = p.stem();
+  name += fmt::format(".r{}", replica);
+  name += p.extension();
+  return (p.parent_path() / name).string();
+}
 
 SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform) {
   SimTraces t;
@@ -100,18 +127,23 @@ SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostMo
   const StepNoise noise = run.step_noise == StepNoiseMode::kReplay
                               ? StepNoise(cost, config.step_noise_seed)
                               : StepNoise();
-  SimEngine engine(config, cost, noise);
+  if (config.replicas < 1) fail("--replicas must be at least 1 (got {})", config.replicas);
+  if (config.replicas > 1 && config.scheduler.kv_policy == KvPolicy::kOracle) {
+    fail("--kv-policy oracle needs --replicas 1: the oracle knows the future of one engine");
+  }
+  SimCluster cluster(config, cost, noise);
   for (ForwardKind kind : {ForwardKind::kPrefill, ForwardKind::kDecode, ForwardKind::kMixed}) {
     run.step_noise_steps[forward_kind_index(kind)] = static_cast<int64_t>(noise.size(kind));
   }
   run.step_noise_offset_s = noise.offset_us() / 1e6;
+  ReplicaRouter& router = *cluster.router;
   if (traces.open_loop) {
-    bench::ArrivalReplayer replayer(traces.records, config.arrival, engine.transport);
-    bench::run_virtual(replayer, engine.transport, engine.clock);
+    bench::ArrivalReplayer replayer(traces.records, config.arrival, router);
+    bench::run_virtual(replayer, router, cluster.clock);
     run.records = replayer.log().records();
   } else {
-    bench::SessionReplayer replayer(traces.sessions, config.session, engine.transport);
-    bench::run_virtual(replayer, engine.transport, engine.clock);
+    bench::SessionReplayer replayer(traces.sessions, config.session, router);
+    bench::run_virtual(replayer, router, cluster.clock);
     run.records = replayer.log().records();
     run.profiling_start_ns = replayer.profiling_start_ns();
     run.idle_skipped_ns = replayer.idle_skipped_ns();
@@ -127,11 +159,17 @@ SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostMo
         fmt::format("transformed trace ({}): not comparable with full-trace runs",
                     bench::describe_transform(traces.transform)));
   }
-  run.engine = engine.core.scheduler().stats();
-  run.executor = engine.executor.stats();
-  run.end_ns = engine.clock.now_ns();
-  run.metrics = engine.metrics.render_prometheus("paceline:");
-  engine.core.flush_step_log();
+  run.router = config.router;
+  for (size_t i = 0; i < cluster.engines.size(); ++i) {
+    SimEngine& e = *cluster.engines[i];
+    run.replicas.push_back({router.routed()[i], e.core.scheduler().stats(), e.executor.stats(),
+                            e.metrics.render_prometheus("paceline:")});
+    e.core.flush_step_log();
+  }
+  run.engine = total_engine_stats(run.replicas);
+  run.executor = total_executor_stats(run.replicas);
+  run.end_ns = cluster.clock.now_ns();
+  run.metrics = run.replicas.front().metrics;
   return run;
 }
 
@@ -192,6 +230,10 @@ nlohmann::json sim_engine_json(const SimRun& run) {
   } else {
     j["delayer"] = nullptr;
   }
+  if (run.replicas.size() > 1) {
+    j["router"] = router_kind_name(run.router);
+    j["replicas"] = replicas_json(run.replicas, run.end_ns);
+  }
   return j;
 }
 
@@ -212,7 +254,14 @@ void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::
   std::ostringstream csv;
   bench::write_summary_csv(csv, run.summary);
   write_file(fs::path(dir) / "summary.csv", csv.str());
-  write_file(fs::path(dir) / "metrics.prom", run.metrics);
+  if (run.replicas.size() <= 1) {
+    write_file(fs::path(dir) / "metrics.prom", run.metrics);
+  } else {
+    for (size_t i = 0; i < run.replicas.size(); ++i) {
+      write_file(replica_path((fs::path(dir) / "metrics.prom").string(), static_cast<int>(i)),
+                 run.replicas[i].metrics);
+    }
+  }
 }
 
 }  // namespace paceline::sim

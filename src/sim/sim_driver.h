@@ -20,6 +20,8 @@
 #include "bench/trace_transform.h"
 #include "sched/scheduler.h"
 #include "sim/cost_model.h"
+#include "sim/replica_router.h"
+#include "sim/replica_stats.h"
 #include "sim/sim_executor.h"
 #include "sim/step_noise.h"
 
@@ -46,6 +48,10 @@ struct SimRunConfig {
   double host_kv_bytes_per_s = 46e9;   // the host tier's copy bandwidth, each direction
   std::string model;                   // the model's name, for the step log's header
   std::string step_log;                // a path: the core records every step there
+  // Engines behind the router, each with the scheduler's KV cache (replica_router.h). With more
+  // than one, each replica's step log goes to step_log with ".rK" before its extension.
+  int replicas = 1;
+  RouterKind router = RouterKind::kSession;
   bench::SessionReplayConfig session;  // closed loop
   bench::ArrivalReplayConfig arrival;  // open loop
   bench::TokenPromptConfig prompt;
@@ -59,8 +65,10 @@ struct SimRunConfig {
 struct SimRun {
   std::vector<bench::RequestRecord> records;
   bench::Summary summary;
-  SchedulerStats engine;
-  SimExecutorStats executor;
+  SchedulerStats engine;       // over every replica (replica_stats.h)
+  SimExecutorStats executor;   // over every replica
+  std::vector<ReplicaStats> replicas;
+  RouterKind router = RouterKind::kSession;
   StepNoiseMode step_noise = StepNoiseMode::kNone;  // as resolved: none or replay
   int64_t step_noise_steps[kNumForwardKinds] = {};  // logged steps replayed, per kind
   double step_noise_offset_s = 0;            // where on the record's clock the run started
@@ -68,19 +76,25 @@ struct SimRun {
   std::optional<int64_t> profiling_start_ns;
   int64_t idle_skipped_ns = 0;
   std::optional<std::string> abort_reason;
-  std::string metrics;  // the engine's /metrics (Prometheus text) when the replay ended
+  std::string metrics;  // replica 0's /metrics (Prometheus text) when the replay ended
 };
 
-// Throws paceline::Error for --step-noise replay with a cost model that has no step-time series.
+// "steps.jsonl" -> "steps.r1.jsonl": replica k's file of a path.
+std::string replica_path(const std::string& path, int replica);
+
+// Throws paceline::Error for --step-noise replay with a cost model that has no step-time series,
+// fewer than one replica, or the oracle's eviction with several (it knows one engine's future).
 SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostModel& cost);
 
 // The engine's side of the run for the summary: steps, busy time, KV, prefix cache, preemptions
-// and the delayer's counters.
+// and the delayer's counters, over every replica; with several, `router` and `replicas` (each
+// one's figures) too.
 nlohmann::json sim_engine_json(const SimRun& run);
 
 // records.jsonl, summary.json and summary.csv in `dir`, as `paceline bench` writes them; the
 // summary says "simulated": true and carries `simulator` (profile, engine counters). metrics.prom:
-// the engine's metrics at the end, as `serve` would have answered GET /metrics.
+// the engine's metrics at the end, as `serve` would have answered GET /metrics; with several
+// replicas, metrics.rK.prom for each instead (one server's metrics each, as each would answer).
 void write_sim_files(const std::string& dir, const SimRun& run, const nlohmann::json& settings,
                      const nlohmann::json& simulator);
 

@@ -3,6 +3,8 @@
 // connections are kept alive and reused (and replaced when the server dropped them).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -83,8 +85,9 @@ RequestSpec spec(uint64_t id, int64_t isl = 70, int64_t osl = 3) {
 }
 
 struct Client {
-  explicit Client(int port, Endpoint endpoint = Endpoint::kChat) {
+  explicit Client(int port, Endpoint endpoint = Endpoint::kChat, bool session_id_header = false) {
     HttpTransportOptions o;
+    o.session_id_header = session_id_header;
     o.url = parse_http_url("http://127.0.0.1:" + std::to_string(port));
     o.endpoint = endpoint;
     o.model = "served";
@@ -131,6 +134,46 @@ TEST(HttpTransport, StreamsChunksUsageAndReusesTheConnection) {
   auto heads = server.heads();
   EXPECT_NE(heads[0].find("POST /v1/chat/completions HTTP/1.1"), std::string::npos);
   EXPECT_NE(heads[0].find("Authorization: Bearer secret"), std::string::npos);
+}
+
+std::string header_value(const std::string& head, const std::string& name) {
+  const size_t at = head.find("\r\n" + name + ": ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + 4 + name.size();
+  return head.substr(start, head.find("\r\n", start) - start);
+}
+
+// As AIPerf: a correlation id unique to each request always, the agent session's id on request,
+// the same for every turn of the session and its subagents, and different for another play.
+TEST(HttpTransport, SendsCorrelationAndSessionIds) {
+  FakeSseServer server([](const std::string&, int) { return streamed_answer(); });
+  Client with(server.port(), Endpoint::kChat, /*session_id_header=*/true);
+  Client without(server.port());
+  std::vector<Outcome> out(4);
+  RequestSpec subagent = spec(1);
+  subagent.stream = 1;
+  subagent.agent = "explore";
+  RequestSpec other_play = spec(2);
+  other_play.marker = "[rid:00000000beef]\n\n";
+  with.transport->send(spec(0), callbacks(out[0]));
+  with.run_until([&] { return out[0].ended(); });
+  with.transport->send(subagent, callbacks(out[1]));
+  with.run_until([&] { return out[1].ended(); });
+  with.transport->send(other_play, callbacks(out[2]));
+  with.run_until([&] { return out[2].ended(); });
+  without.transport->send(spec(0), callbacks(out[3]));
+  without.run_until([&] { return out[3].ended(); });
+  const std::vector<std::string> heads = server.heads();
+  ASSERT_EQ(heads.size(), 4u);
+  EXPECT_EQ(header_value(heads[0], "X-Session-ID"), "s-000000000001");
+  EXPECT_EQ(header_value(heads[1], "X-Session-ID"), "s-000000000001");
+  EXPECT_EQ(header_value(heads[2], "X-Session-ID"), "s-00000000beef");
+  EXPECT_EQ(header_value(heads[3], "X-Session-ID"), "");
+  std::set<std::string> ids;
+  for (const std::string& h : heads) ids.insert(header_value(h, "X-Correlation-ID"));
+  EXPECT_EQ(ids.size(), 4u);  // two runs' request 0 differ too
+  EXPECT_FALSE(ids.contains(""));
+  EXPECT_TRUE(header_value(heads[1], "X-Correlation-ID").ends_with("-1"));
 }
 
 TEST(HttpTransport, ConcurrentRequestsUseOneConnectionEach) {

@@ -7,21 +7,13 @@
 #include "base/clock.h"
 #include "sim/sim_executor.h"
 #include "sim/sim_transport.h"
+#include "linear_cost.h"
 
 namespace paceline::sim {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
-
-// Prefill: 100 ms plus 1 ms per token; decode: 10 ms plus 1 ms per sequence.
-class LinearCost final : public CostModel {
- public:
-  int64_t step_time_ns(const StepWork& w) const override {
-    if (w.kind == ForwardKind::kDecode) return (10 + w.num_seqs) * kMs;
-    return (100 + w.tokens) * kMs;
-  }
-  std::string describe() const override { return "linear"; }
-};
+using test_util::kMs;
+using test_util::LinearCost;
 
 struct Stream {
   std::optional<int64_t> first_ns;
