@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "bench/json_fields.h"
 
 namespace paceline::bench {
@@ -71,14 +72,21 @@ void parse_entries(const JsonFields& owner_fields, Owner& owner, int64_t block_s
     s.agent_id = f.string("agent_id");
     s.subagent_type = f.string("subagent_type");
     s.status = f.string("status");
-    s.duration_ms = f.integer("duration_ms");
-    s.total_tokens = f.integer("total_tokens");
-    s.tool_use_count = f.integer("tool_use_count");
-    s.models = f.strings("models");
+    s.duration_ms = f.optional_integer("duration_ms");
+    s.total_tokens = f.optional_integer("total_tokens");
+    s.tool_use_count = f.optional_integer("tool_use_count");
+    s.models = f.has("models") || !s.background() ? f.strings("models") : s.models;
     s.tool_tokens = f.optional_integer("tool_tokens");
     s.system_tokens = f.optional_integer("system_tokens");
-    if (s.duration_ms < 0) f.fail_field("duration_ms", "is negative");
-    parse_entries(f, s, block_size);
+    if (!s.duration_ms && !s.background()) {
+      // Without its duration a joined subagent has no start: replay cannot place it.
+      f.fail_field("duration_ms", fmt::format("null on a subagent with status '{}' (only {} "
+                                              "subagents run in the background without one)",
+                                              s.status, kAsyncLaunched));
+    }
+    if (s.duration_ms && *s.duration_ms < 0) f.fail_field("duration_ms", "is negative");
+    // A background subagent's own calls may not have been recorded.
+    if (f.has("requests") || !s.background()) parse_entries(f, s, block_size);
     owner.subagents.push_back(std::move(s));
   }
 }
@@ -108,7 +116,24 @@ AgentxSession parse_agentx_session(const nlohmann::json& doc, const std::string&
   return s;
 }
 
-std::vector<AgentxSession> load_agentx(const std::string& path) {
+namespace {
+
+AgentxSession read_session_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) fail("{}: cannot open", p.string());
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("{}: not valid JSON: {}", p.string(), e.what());
+  }
+  return parse_agentx_session(doc, p.filename().string());
+}
+
+}  // namespace
+
+std::vector<AgentxSession> load_agentx(const std::string& path, bool strict,
+                                       std::vector<TraceSkip>* skipped) {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   if (fs::is_directory(path)) {
@@ -122,16 +147,21 @@ std::vector<AgentxSession> load_agentx(const std::string& path) {
   }
   std::vector<AgentxSession> sessions;
   sessions.reserve(files.size());
+  size_t left_out = 0;
   for (const auto& p : files) {
-    std::ifstream in(p);
-    if (!in) fail("{}: cannot open", p.string());
-    nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail("{}: not valid JSON: {}", p.string(), e.what());
+      sessions.push_back(read_session_file(p));
+    } catch (const Error& e) {
+      if (strict) throw;
+      ++left_out;
+      spdlog::warn("traces: skipped {} (--strict makes this an error): {}", p.filename().string(),
+                   e.what());
+      if (skipped) skipped->push_back({p.filename().string(), e.what()});
     }
-    sessions.push_back(parse_agentx_session(doc, p.filename().string()));
+  }
+  if (sessions.empty()) {
+    fail("{}: none of its {} session files could be used (every one skipped; see the warnings)",
+         path, left_out);
   }
   return sessions;
 }

@@ -7,6 +7,13 @@
 // subagent for a subagent's own requests). A subagent entry's `t` is when its result came back
 // (the traces place it in time order by that moment, and `t - duration_ms/1000` lands right after
 // the spawning turn ended), so `start_s()` and `end_s()` below name both ends explicitly.
+//
+// Background subagents (status "async_launched") are the exception: the parent went on at once,
+// so their entry's `t` is the launch, and duration_ms, total_tokens and tool_use_count are null.
+// Replay starts them at `t` and no parent turn waits for them.
+//
+// A file the reader cannot use is skipped with a warning that names file, entry and field (and
+// counted), unless the caller asks for strict reading, where the first such file is an error.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,22 +41,32 @@ struct AgentxRequest {
   double end_s() const { return t + api_time.value_or(0.0); }
 };
 
+inline constexpr const char* kAsyncLaunched = "async_launched";
+
 struct AgentxSubagent {
-  double t = 0.0;  // when the subagent's result arrived, in the parent's time base
+  double t = 0.0;  // when the result arrived (background: when it was launched), parent's time base
   std::string agent_id;
   std::string subagent_type;
-  std::string status;
-  int64_t duration_ms = 0;
-  int64_t total_tokens = 0;
-  int64_t tool_use_count = 0;
+  std::string status;                     // "completed", or "async_launched" (background)
+  std::optional<int64_t> duration_ms;     // present unless background
+  std::optional<int64_t> total_tokens;    // null on background subagents
+  std::optional<int64_t> tool_use_count;  // null on background subagents
   std::vector<std::string> models;
   std::optional<int64_t> tool_tokens;
   std::optional<int64_t> system_tokens;
   std::vector<AgentxRequest> requests;    // times relative to start_s()
   std::vector<AgentxSubagent> subagents;  // nested subagents, if a trace ever has them
 
-  double start_s() const { return t - static_cast<double>(duration_ms) / 1000.0; }
-  double end_s() const { return t; }
+  // Nothing waits for a background subagent: it gates no parent turn.
+  bool background() const { return status == kAsyncLaunched; }
+  double start_s() const {
+    return background() ? t : t - static_cast<double>(duration_ms.value_or(0)) / 1000.0;
+  }
+  // A background subagent's end is not recorded: its last call's recorded end stands in.
+  double end_s() const {
+    if (!background()) return t;
+    return requests.empty() ? t : t + requests.back().end_s();
+  }
 };
 
 struct AgentxTokenCounts {
@@ -83,7 +100,16 @@ struct AgentxSession {
 // Parses one session; `file` names it in errors. Fails with the file and field on bad input.
 AgentxSession parse_agentx_session(const nlohmann::json& doc, const std::string& file);
 
-// Reads one .json file, or every *.json file of a directory in name order.
-std::vector<AgentxSession> load_agentx(const std::string& path);
+// A session file left out of a run, and why ("trace_0042.json: requests[66].duration_ms: ...").
+struct TraceSkip {
+  std::string file;
+  std::string reason;
+};
+
+// Reads one .json file, or every *.json file of a directory in name order. A file that cannot be
+// read or used is logged as a warning, listed in `skipped` (when given) and left out; with
+// `strict`, it is an error instead. Fails when no file is left.
+std::vector<AgentxSession> load_agentx(const std::string& path, bool strict = false,
+                                       std::vector<TraceSkip>* skipped = nullptr);
 
 }  // namespace paceline::bench

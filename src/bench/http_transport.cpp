@@ -108,6 +108,7 @@ std::string request_body(const RequestSpec& spec, const HttpTransportOptions& op
       fmt::format(R"(,"stream":true,"stream_options":{{"include_usage":true}},"max_tokens":{0},)"
                   R"("max_completion_tokens":{0},"min_tokens":{0},"ignore_eos":true}})",
                   spec.osl);
+  options.extra_body.apply(body);
   return body;
 }
 
@@ -168,6 +169,7 @@ HttpTransport::HttpTransport(asio::io_context& io, HttpTransportOptions options,
       options_.url.base_path, path, options_.url.host, options_.url.port);
   if (!options_.api_key.empty())
     head_ += fmt::format("Authorization: Bearer {}\r\n", options_.api_key);
+  for (const HttpHeader& h : options_.headers) head_ += fmt::format("{}: {}\r\n", h.name, h.value);
   run_ = std::random_device{}() * 0x100000000ULL + std::random_device{}();
 }
 

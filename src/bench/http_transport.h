@@ -8,18 +8,20 @@
 // What a request sends (../shared/specs/agentx-replay.md): `model`, the prompt (chat: one user
 // message of filler text, text_prompt.h; completions: token ids, token_prompt.h), `stream`,
 // `stream_options.include_usage`, `max_tokens` = `max_completion_tokens` = `min_tokens` = OSL,
-// `ignore_eos`; `Authorization: Bearer` with an API key; `X-Correlation-ID` (unique per request)
-// and, when asked, `X-Session-ID` (the agent session, session_key.h), as AIPerf sends them. Only
-// http:// URLs (no TLS).
+// `ignore_eos`; `Authorization: Bearer` with an API key; the user's extra headers and body fields
+// (request_extras.h); `X-Correlation-ID` (unique per request) and, when asked, `X-Session-ID`
+// (the agent session, session_key.h), as AIPerf sends them. Only http:// URLs (no TLS).
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
 #include "base/clock.h"
+#include "bench/request_extras.h"
 #include "bench/sse_openai.h"
 #include "bench/text_prompt.h"
 #include "bench/token_prompt.h"
@@ -48,6 +50,8 @@ struct HttpTransportOptions {
   std::string model;  // sent instead of the recorded model; empty: the recorded one
   std::string api_key;
   bool session_id_header = false;  // X-Session-ID on every request that belongs to a session
+  std::vector<HttpHeader> headers;  // -H/--header, sent with every request
+  ExtraBody extra_body;             // --extra-body, merged into every body
   TextPromptConfig text;
   TokenPromptConfig tokens;
 };

@@ -55,13 +55,15 @@ const std::vector<std::string> kMetricPrefixes = {"paceline:", "vllm:", "sglang:
 
 void async_http_get(asio::io_context& io, const HttpUrl& url, const std::string& path,
                     const std::string& api_key, std::chrono::milliseconds timeout,
-                    std::function<void(HttpGetResult)> done) {
+                    std::function<void(HttpGetResult)> done,
+                    const std::vector<HttpHeader>& headers) {
   auto op = std::make_shared<GetOp>(io);
   op->done = std::move(done);
   op->request = {http::verb::get, url.base_path + path, 11};
   op->request.set(http::field::host, url.host + ":" + url.port);
   op->request.set(http::field::connection, "close");
   if (!api_key.empty()) op->request.set(http::field::authorization, "Bearer " + api_key);
+  for (const HttpHeader& h : headers) op->request.set(h.name, h.value);
   op->stream.expires_after(timeout);
   op->resolver.async_resolve(
       url.host, url.port, [op](error_code ec, tcp::resolver::results_type r) {
@@ -78,10 +80,11 @@ void async_http_get(asio::io_context& io, const HttpUrl& url, const std::string&
 }
 
 HttpGetResult http_get(const HttpUrl& url, const std::string& path, const std::string& api_key,
-                       std::chrono::milliseconds timeout) {
+                       std::chrono::milliseconds timeout, const std::vector<HttpHeader>& headers) {
   asio::io_context io;
   HttpGetResult result;
-  async_http_get(io, url, path, api_key, timeout, [&](HttpGetResult r) { result = std::move(r); });
+  async_http_get(
+      io, url, path, api_key, timeout, [&](HttpGetResult r) { result = std::move(r); }, headers);
   io.run();
   return result;
 }
@@ -184,10 +187,13 @@ void MetricsScraper::arm() {
 void MetricsScraper::scrape() {
   if (busy_) return;  // the last one has not answered yet
   busy_ = true;
-  async_http_get(io_, url_, "/metrics", api_key_, interval_, [this](HttpGetResult r) {
-    busy_ = false;
-    if (!stopped_) on_answer(clock_.now_ns(), r);
-  });
+  async_http_get(
+      io_, url_, "/metrics", api_key_, interval_,
+      [this](HttpGetResult r) {
+        busy_ = false;
+        if (!stopped_) on_answer(clock_.now_ns(), r);
+      },
+      headers_);
 }
 
 void MetricsScraper::on_answer(int64_t t_ns, const HttpGetResult& answer) {

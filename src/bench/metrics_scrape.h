@@ -28,13 +28,16 @@ struct HttpGetResult {
   std::string error;  // why there is no answer
 };
 
-// GET on a running loop; `done` runs on the loop's thread, within `timeout`.
+// GET on a running loop; `done` runs on the loop's thread, within `timeout`. `headers`: the
+// user's -H headers, which a server behind a gateway may need on every route.
 void async_http_get(boost::asio::io_context& io, const HttpUrl& url, const std::string& path,
                     const std::string& api_key, std::chrono::milliseconds timeout,
-                    std::function<void(HttpGetResult)> done);
+                    std::function<void(HttpGetResult)> done,
+                    const std::vector<HttpHeader>& headers = {});
 // The same, blocking, on a loop of its own.
 HttpGetResult http_get(const HttpUrl& url, const std::string& path, const std::string& api_key,
-                       std::chrono::milliseconds timeout);
+                       std::chrono::milliseconds timeout,
+                       const std::vector<HttpHeader>& headers = {});
 
 // The first model id of a /v1/models answer; fails with the server's answer when there is none.
 std::string first_model_id(const HttpGetResult& models, const HttpUrl& url);
@@ -53,6 +56,7 @@ class MetricsScraper {
 
   // Scrapes now, then every interval; lines are stamped relative to `run_start_ns`.
   void start_at(int64_t run_start_ns);
+  void set_headers(std::vector<HttpHeader> headers) { headers_ = std::move(headers); }
   void stop();  // no further scrapes; the file is complete
 
   int64_t scrapes() const { return scrapes_; }  // answered with 200
@@ -78,6 +82,7 @@ class MetricsScraper {
   boost::asio::io_context& io_;
   HttpUrl url_;
   std::string api_key_;
+  std::vector<HttpHeader> headers_;
   const Clock& clock_;
   int64_t run_start_ns_ = 0;
   std::chrono::milliseconds interval_;

@@ -42,7 +42,11 @@ std::string format_progress(const ProgressSnapshot& s) {
   return line;
 }
 
-ProgressLine::ProgressLine(std::FILE* out) : out_(out), enabled_(isatty(fileno(out)) == 1) {}
+ProgressLine::ProgressLine(std::FILE* out, double line_interval_s)
+    : out_(out),
+      terminal_(isatty(fileno(out)) == 1),
+      line_interval_s_(line_interval_s),
+      enabled_(terminal_ || line_interval_s > 0) {}
 
 ProgressLine::~ProgressLine() {
   end();
@@ -51,6 +55,11 @@ ProgressLine::~ProgressLine() {
 void ProgressLine::update(const ProgressSnapshot& snapshot) {
   if (!enabled_) return;
   std::string line = format_progress(snapshot);
+  if (!terminal_) {
+    std::fprintf(out_, "progress: %s\n", line.c_str());
+    std::fflush(out_);
+    return;
+  }
   size_t width = line.size();
   if (width < last_width_) line.append(last_width_ - width, ' ');  // erase a longer old line
   last_width_ = width;
@@ -59,7 +68,7 @@ void ProgressLine::update(const ProgressSnapshot& snapshot) {
 }
 
 void ProgressLine::end() {
-  if (!enabled_ || last_width_ == 0) return;
+  if (!terminal_ || last_width_ == 0) return;
   std::fputc('\n', out_);
   std::fflush(out_);
   last_width_ = 0;

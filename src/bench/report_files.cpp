@@ -92,7 +92,8 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
-nlohmann::json record_to_json(const RequestRecord& r, bool with_chunks) {
+nlohmann::json record_to_json(const RequestRecord& r, bool with_chunks,
+                              std::optional<double> run_start_unix_s) {
   nlohmann::json j = {
       {"id", r.id},
       {"lane", r.lane},
@@ -120,6 +121,16 @@ nlohmann::json record_to_json(const RequestRecord& r, bool with_chunks) {
       {"error", r.error},
       {"context_overflow", r.context_overflow},
   };
+  if (run_start_unix_s) {
+    auto unix_or_null = [&](int64_t ns) {
+      return ns < 0 ? nlohmann::json(nullptr)
+                    : nlohmann::json(*run_start_unix_s + static_cast<double>(ns) / 1e9);
+    };
+    j["scheduled_unix_s"] = unix_or_null(r.scheduled_ns);
+    j["start_unix_s"] = unix_or_null(r.start_ns);
+    j["first_token_unix_s"] = unix_or_null(r.first_token_ns);
+    j["end_unix_s"] = unix_or_null(r.end_ns);
+  }
   if (r.ok()) {
     j["ttft_ms"] = static_cast<double>(r.first_token_ns - r.start_ns) / 1e6;
     j["e2el_ms"] = static_cast<double>(r.last_token_ns - r.start_ns) / 1e6;
@@ -135,8 +146,10 @@ nlohmann::json record_to_json(const RequestRecord& r, bool with_chunks) {
 }
 
 void write_records_jsonl(std::ostream& out, const std::vector<RequestRecord>& records,
-                         bool with_chunks) {
-  for (const RequestRecord& r : records) out << record_to_json(r, with_chunks).dump() << '\n';
+                         bool with_chunks, std::optional<double> run_start_unix_s) {
+  for (const RequestRecord& r : records) {
+    out << record_to_json(r, with_chunks, run_start_unix_s).dump() << '\n';
+  }
 }
 
 nlohmann::json summary_to_json(const Summary& s, const nlohmann::json& settings) {
@@ -177,6 +190,7 @@ nlohmann::json summary_to_json(const Summary& s, const nlohmann::json& settings)
       {"prefix_cache_hit", number_or_null(s.prefix_cache_hit)},
       {"trace_prefix_hit", number_or_null(s.trace_prefix_hit)},
       {"gpus", s.gpus},
+      {"trace_files_skipped", s.trace_files_skipped},
       {"settings", settings},
   };
   return j;
@@ -220,13 +234,14 @@ std::string markdown_table(const std::vector<MarkdownRow>& rows) {
 }
 
 void write_run_files(const std::string& dir, const std::vector<RequestRecord>& records,
-                     const Summary& summary, const nlohmann::json& settings) {
+                     const Summary& summary, const nlohmann::json& settings,
+                     std::optional<double> run_start_unix_s) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail("{}: cannot create the output directory: {}", dir, ec.message());
   std::ostringstream jsonl;
-  write_records_jsonl(jsonl, records);
+  write_records_jsonl(jsonl, records, true, run_start_unix_s);
   write_file(fs::path(dir) / "records.jsonl", jsonl.str());
   write_file(fs::path(dir) / "summary.json", summary_to_json(summary, settings).dump(2) + "\n");
   std::ostringstream csv;

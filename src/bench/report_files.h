@@ -15,9 +15,15 @@
 
 namespace paceline::bench {
 
-nlohmann::json record_to_json(const RequestRecord& record, bool with_chunks);
+// `run_start_unix_s`: the wall-clock time (s since the Unix epoch) of the run's start, for a real
+// run; it adds absolute times (scheduled_unix_s, start_unix_s, first_token_unix_s, end_unix_s)
+// to the run-relative ones, so records line up with server logs and /metrics. A simulated run
+// has no wall clock and passes nullopt.
+nlohmann::json record_to_json(const RequestRecord& record, bool with_chunks,
+                              std::optional<double> run_start_unix_s = std::nullopt);
 void write_records_jsonl(std::ostream& out, const std::vector<RequestRecord>& records,
-                         bool with_chunks = true);
+                         bool with_chunks = true,
+                         std::optional<double> run_start_unix_s = std::nullopt);
 
 // `settings`: the run's options as the CLI wants them shown (URL, concurrency, trace, scaling...).
 nlohmann::json summary_to_json(const Summary& summary, const nlohmann::json& settings);
@@ -35,6 +41,7 @@ std::string markdown_table(const std::vector<MarkdownRow>& rows);
 
 // Writes records.jsonl, summary.json and summary.csv into `dir` (created if needed).
 void write_run_files(const std::string& dir, const std::vector<RequestRecord>& records,
-                     const Summary& summary, const nlohmann::json& settings);
+                     const Summary& summary, const nlohmann::json& settings,
+                     std::optional<double> run_start_unix_s = std::nullopt);
 
 }  // namespace paceline::bench

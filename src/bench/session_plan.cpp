@@ -59,6 +59,7 @@ int add_stream(SessionPlan& plan, const std::vector<AgentxRequest>& requests,
     int child =
         add_stream(plan, sub.requests, sub.subagents, 0, id, spawn_pos, wait, sub.agent_id, cap_ns);
     plan.streams[id].children.push_back(child);
+    if (sub.background()) continue;  // launched and left to run: no turn waits for it
     auto& turns = plan.streams[id].turns;
     for (int p = spawn_pos + 1; p < static_cast<int>(turns.size()); ++p) {
       if (turns[p].request->t >= sub.end_s()) {

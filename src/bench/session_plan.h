@@ -11,6 +11,8 @@
 // - A subagent starts after its spawning turn (the last turn of its parent stream that began at or
 //   before the subagent's start) completed, waiting its recorded start minus that turn's recorded
 //   end; the first parent turn at or after the subagent's recorded end waits for it (join).
+// - A background subagent (async_launched) starts the same way at its `t` and is joined by no
+//   turn; the play still ends only when it has drained.
 // - A play that begins at a later turn (the start window) drops subagents spawned before it.
 #include <cstdint>
 #include <string>

@@ -33,6 +33,25 @@ std::string percent(double fraction) {
   return fmt::format("{:.1f}%", fraction * 100.0);
 }
 
+// The rule for a percentile that rests on too few requests: pN needs at least 100 / (100 - N)
+// samples (p90: 10, p95: 20, p99: 100), else fewer than one sample lies above it and it is
+// only the largest value or an interpolation towards it. One warning per metric, naming each.
+void warn_thin_percentiles(const char* metric, const Distribution& d,
+                           std::vector<std::string>& warnings) {
+  if (d.count == 0) return;
+  std::string thin;
+  for (int p : {75, 90, 95, 99}) {
+    size_t needed = static_cast<size_t>(100 / (100 - p));
+    if (d.count >= needed) continue;
+    thin += fmt::format("{}p{} ({} needed)", thin.empty() ? "" : ", ", p, needed);
+  }
+  if (thin.empty()) return;
+  warnings.push_back(
+      fmt::format("{} percentiles rest on {} requests: {}; a pN needs at least 100/(100-N) samples "
+                  "to be more than the largest one",
+                  metric, d.count, thin));
+}
+
 }  // namespace
 
 Slo parse_slo(std::string_view text) {
@@ -194,11 +213,21 @@ Summary summarize(const std::vector<RequestRecord>& records, const SummaryOption
         fmt::format("schedule lag p99 is {:.1f} ms (> {} ms): the client fell behind",
                     s.schedule_lag_ms.p99, options.schedule_lag_warn_ms));
   }
+  warn_thin_percentiles("TTFT", s.ttft_ms, s.warnings);
+  warn_thin_percentiles("ITL", s.itl_ms, s.warnings);
+  warn_thin_percentiles("E2EL", s.e2el_ms, s.warnings);
   if (s.requests_incomplete > 0) {
     s.warnings.push_back(
         fmt::format("{} requests were still in flight when the run ended", s.requests_incomplete));
   }
   return s;
+}
+
+void note_skipped_traces(Summary& summary, const std::vector<TraceSkip>& skipped) {
+  summary.trace_files_skipped += static_cast<int64_t>(skipped.size());
+  for (const TraceSkip& skip : skipped) {
+    summary.warnings.push_back(fmt::format("trace file skipped: {}", skip.reason));
+  }
 }
 
 }  // namespace paceline::bench

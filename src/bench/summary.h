@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/agentx_trace.h"
 #include "bench/record.h"
 #include "bench/stats.h"
 
@@ -68,11 +69,16 @@ struct Summary {
 
   int gpus = 1;
   Slo slo;
+  // Trace files the reader could not use and left out (each named in `warnings`).
+  int64_t trace_files_skipped = 0;
   bool valid = true;
   std::vector<std::string> invalid_reasons;
   std::vector<std::string> warnings;
 };
 
 Summary summarize(const std::vector<RequestRecord>& records, const SummaryOptions& options);
+
+// Counts the skipped trace files into the summary, one warning each.
+void note_skipped_traces(Summary& summary, const std::vector<TraceSkip>& skipped);
 
 }  // namespace paceline::bench

@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -21,6 +23,7 @@
 #include "bench/realtime_driver.h"
 #include "bench/report_files.h"
 #include "bench/session_replayer.h"
+#include "bench/synthetic_load.h"
 #include "bench/trace_transform.h"
 #if __has_include("bench/report_html.h")
 #include "bench/report_html.h"
@@ -33,29 +36,90 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The traces, transformed: AgentX sessions (a folder or a .json) or Mooncake records (.jsonl).
+// The traces, transformed: AgentX sessions (a folder or a .json), Mooncake records (.jsonl), or
+// the random dataset's records; open-loop records spaced by --request-rate when it is given.
 struct LoadedTraces {
   bool open_loop = false;
+  bool synthetic = false;  // --dataset random
   std::vector<bench::AgentxSession> sessions;
   std::vector<bench::MooncakeRecord> records;
+  std::vector<bench::TraceSkip> skipped;  // AgentX files left out
   bench::TransformStats stats;
 };
 
+bench::ArrivalProcess arrival_process(const BenchOptions& o) {
+  bench::ArrivalProcess p;
+  p.rate = o.request_rate.value_or(p.rate);
+  p.burstiness = o.burstiness.value_or(p.burstiness);
+  p.seed = o.seed;
+  return p;
+}
+
+// The flags that only make sense for open-loop requests, checked against what was loaded.
+void check_open_loop_flags(const BenchOptions& o, const LoadedTraces& t) {
+  if (t.open_loop) return;
+  const char* flag = o.request_rate    ? "--request-rate"
+                     : o.burstiness    ? "--burstiness"
+                     : o.request_count ? "--request-count"
+                                       : nullptr;
+  if (flag) {
+    fail(
+        "{}: AgentX sessions replay closed loop (each lane waits for its answers); use it with a "
+        "Mooncake .jsonl or --dataset random",
+        flag);
+  }
+}
+
 LoadedTraces load_traces(const BenchOptions& o) {
   LoadedTraces t;
-  if (!fs::exists(o.replay.traces)) fail("--traces {}: no such file or directory", o.replay.traces);
   bench::TraceTransform transform = o.replay.transform();
-  if (fs::is_regular_file(o.replay.traces) && fs::path(o.replay.traces).extension() == ".jsonl") {
-    t.open_loop = true;
-    t.records = bench::transform_records(bench::load_mooncake(o.replay.traces), transform,
+  if (o.burstiness && !o.request_rate) fail("--burstiness needs --request-rate");
+  if (o.dataset == "random") {
+    if (!o.replay.traces.empty()) fail("--dataset random makes its own requests: drop --traces");
+    bench::RandomDataset d;
+    d.count = o.request_count.value_or(d.count);
+    d.input_len = o.random_input_len;
+    d.output_len = o.random_output_len;
+    d.range_ratio = o.random_range_ratio;
+    d.seed = o.seed;
+    t.open_loop = t.synthetic = true;
+    t.records = bench::transform_records(bench::random_dataset(d), transform,
                                          bench::kMooncakeBlockSize, &t.stats);
+  } else if (o.replay.traces.empty()) {
+    fail(
+        "--traces is required (an AgentX folder or .json, a Mooncake .jsonl), or --dataset random");
+  } else if (!fs::exists(o.replay.traces)) {
+    fail("--traces {}: no such file or directory", o.replay.traces);
+  } else if (fs::is_regular_file(o.replay.traces) &&
+             fs::path(o.replay.traces).extension() == ".jsonl") {
+    t.open_loop = true;
+    std::vector<bench::MooncakeRecord> records = bench::load_mooncake(o.replay.traces);
+    if (o.request_count) {
+      if (*o.request_count < 1)
+        fail("--request-count must be at least 1, got {}", *o.request_count);
+      if (static_cast<size_t>(*o.request_count) < records.size()) records.resize(*o.request_count);
+    }
+    t.records = bench::transform_records(std::move(records), transform, bench::kMooncakeBlockSize,
+                                         &t.stats);
     if (t.records.empty()) fail("{}: no records", o.replay.traces);
   } else {
-    t.sessions =
-        bench::transform_sessions(bench::load_agentx(o.replay.traces), transform, &t.stats);
+    t.sessions = bench::transform_sessions(
+        bench::load_agentx(o.replay.traces, o.replay.strict, &t.skipped), transform, &t.stats);
     if (t.sessions.empty()) fail("{}: no sessions", o.replay.traces);
   }
+  check_open_loop_flags(o, t);
+  if (o.request_rate) bench::set_arrival_times(t.records, arrival_process(o));
   return t;
+}
+
+// Open-loop runs of a fixed number of requests (--dataset random, --request-count) go until every
+// request is answered, as `vllm bench serve` does, unless --duration was given.
+BenchOptions resolve_options(const BenchOptions& given, const LoadedTraces& t) {
+  BenchOptions o = given;
+  if (t.open_loop && (t.synthetic || o.request_count) && !o.replay.duration_given) {
+    o.replay.duration = 0;
+  }
+  return o;
 }
 
 // Every stream holds a socket: lift the soft limit on open files to the hard one.
@@ -67,35 +131,66 @@ void raise_open_file_limit() {
   }
 }
 
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
+// ISO 8601 in UTC with milliseconds: "2026-12-01T15:42:47.123Z".
+std::string utc_iso(double unix_s) {
+  auto whole = static_cast<std::time_t>(std::floor(unix_s));
+  auto ms = static_cast<int>(std::floor((unix_s - static_cast<double>(whole)) * 1000.0));
   std::tm tm{};
-  gmtime_r(&now, &tm);
+  gmtime_r(&whole, &tm);
   char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, ms);
+}
+
+double unix_now_s() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// Header names only: values often carry credentials.
+nlohmann::json header_names(const BenchOptions& o) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const std::string& h : o.headers) names.push_back(bench::parse_header_flag(h).name);
+  return names;
+}
+
+const char* trace_kind(const LoadedTraces& t) {
+  return t.synthetic ? "random" : t.open_loop ? "mooncake" : "agentx";
 }
 
 nlohmann::json settings_json(const BenchOptions& o, const LoadedTraces& t, int concurrency,
-                             const std::string& model) {
+                             const std::string& model, double started_unix_s) {
   bench::TraceTransform transform = o.replay.transform();
   nlohmann::json settings = {
       {"mode", "bench"},
       {"simulated", false},
       {"paceline_version", PACELINE_VERSION},
-      {"started_at", utc_now()},
+      {"started_at", utc_iso(started_unix_s)},
+      {"started_at_unix_s", started_unix_s},
       {"url", bench::parse_http_url(o.url).str()},
       {"model", model},
       {"endpoint", o.endpoint},
       {"session_id_header", o.session_id_header},
-      {"trace_kind", t.open_loop ? "mooncake" : "agentx"},
+      {"trace_kind", trace_kind(t)},
       {"open_loop", t.open_loop},
+      {"trace_files_skipped", t.skipped.size()},
+      {"request_rate", o.request_rate ? nlohmann::json(*o.request_rate) : nlohmann::json()},
+      {"burstiness",
+       o.request_rate ? nlohmann::json(o.burstiness.value_or(1.0)) : nlohmann::json()},
+      {"request_count", t.open_loop ? nlohmann::json(t.records.size()) : nlohmann::json()},
+      {"headers", header_names(o)},
+      {"extra_body", o.extra_body.empty() ? nlohmann::json() : nlohmann::json::parse(o.extra_body)},
       {"concurrency", concurrency},
       {"seed", o.seed},
       {"scaled", !transform.identity()},
       {"trace_transform", bench::transform_json(transform, t.stats)},
   };
   settings.update(replay_settings_json(o.replay));
+  if (t.synthetic) {
+    settings["random"] = {{"input_len", o.random_input_len},
+                          {"output_len", o.random_output_len},
+                          {"range_ratio", o.random_range_ratio}};
+  }
   return settings;
 }
 
@@ -112,8 +207,9 @@ std::string delayer_label(const BenchOptions& o, const std::optional<double>& ho
 std::unique_ptr<bench::Replay> make_replay(const BenchOptions& o, const LoadedTraces& t,
                                            int concurrency, bench::Transport& transport) {
   if (t.open_loop) {
-    return std::make_unique<bench::ArrivalReplayer>(
-        t.records, arrival_replay_config(o.replay, o.seed), transport);
+    bench::ArrivalReplayConfig config = arrival_replay_config(o.replay, o.seed);
+    if (t.synthetic) config.trace_name = "random";
+    return std::make_unique<bench::ArrivalReplayer>(t.records, config, transport);
   }
   return std::make_unique<bench::SessionReplayer>(
       t.sessions, session_replay_config(o.replay, concurrency, o.seed), transport);
@@ -123,7 +219,29 @@ std::unique_ptr<bench::Replay> make_replay(const BenchOptions& o, const LoadedTr
 
 void add_bench_options(CLI::App& cmd, BenchOptions& o, bool with_run_dir) {
   cmd.add_option("--url", o.url, "the server, e.g. http://127.0.0.1:8000")->capture_default_str();
-  add_replay_options(cmd, o.replay);
+  add_replay_options(cmd, o.replay, /*traces_required=*/false);
+  cmd.add_option("--dataset", o.dataset,
+                 "trace (--traces) or random (random-length prompts, as vllm bench serve)")
+      ->check(CLI::IsMember({"trace", "random"}))
+      ->capture_default_str();
+  cmd.add_option("--random-input-len", o.random_input_len, "random: mean prompt tokens")
+      ->capture_default_str();
+  cmd.add_option("--random-output-len", o.random_output_len, "random: mean output tokens")
+      ->capture_default_str();
+  cmd.add_option("--random-range-ratio", o.random_range_ratio,
+                 "random: lengths uniform in [L*(1-r), L*(1+r)]")
+      ->capture_default_str();
+  cmd.add_option("--request-rate", o.request_rate,
+                 "open loop: requests per second with gamma gaps (inf: all at once)");
+  cmd.add_option("--burstiness", o.burstiness,
+                 "gamma shape of the gaps (1: Poisson; < 1 burstier, > 1 more regular)");
+  cmd.add_option("--request-count", o.request_count,
+                 "open loop: requests to send (random default 1000; a .jsonl: its first N)");
+  cmd.add_option("-H,--header", o.headers, "'Name: value' sent with every request (repeatable)");
+  cmd.add_option("--extra-body", o.extra_body, "JSON object merged into every request body");
+  cmd.add_option("--progress-interval", o.progress_interval,
+                 "seconds between progress lines when stderr is not a terminal (<= 0: none)")
+      ->capture_default_str();
   if (with_run_dir) {
     cmd.add_option("--concurrency", o.concurrency, "lanes (closed loop)")
         ->check(CLI::PositiveNumber)
@@ -149,7 +267,10 @@ void add_bench_options(CLI::App& cmd, BenchOptions& o, bool with_run_dir) {
       ->capture_default_str();
 }
 
-BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::string& run_dir) {
+BenchResult run_bench_point(const BenchOptions& given, int concurrency,
+                            const std::string& run_dir) {
+  const LoadedTraces traces = load_traces(given);
+  const BenchOptions o = resolve_options(given, traces);
   bench::HttpTransportOptions http;
   http.url = bench::parse_http_url(o.url);
   http.endpoint = bench::parse_endpoint(o.endpoint);
@@ -159,9 +280,10 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   http.text.overhead_tokens =
       o.chat_overhead_tokens >= 0 ? o.chat_overhead_tokens : bench::kDefaultChatOverheadTokens;
   http.tokens.seed = o.seed;
+  for (const std::string& h : o.headers) http.headers.push_back(bench::parse_header_flag(h));
+  if (!o.extra_body.empty()) http.extra_body = bench::ExtraBody(o.extra_body);
   const bench::SummaryOptions summary = summary_options(o.replay);
 
-  const LoadedTraces traces = load_traces(o);
   const bench::TraceTransform transform = o.replay.transform();
   if (!transform.identity()) {
     spdlog::warn(
@@ -171,7 +293,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   }
   http.model = o.model.empty()
                    ? bench::first_model_id(bench::http_get(http.url, "/v1/models", o.api_key,
-                                                           std::chrono::seconds(10)),
+                                                           std::chrono::seconds(10), http.headers),
                                            http.url)
                    : o.model;
   std::error_code ec;
@@ -191,11 +313,14 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   if (o.scrape_metrics) {
     scraper = std::make_unique<bench::MetricsScraper>(
         io, http.url, o.api_key, clock, (fs::path(run_dir) / "metrics.jsonl").string());
+    scraper->set_headers(http.headers);
   }
-  bench::ProgressLine progress;
+  bench::ProgressLine progress(stderr, o.progress_interval);
   int64_t last_chunks = 0, last_tick_ns = 0;
   if (progress.enabled()) {
-    driver.set_ticker(std::chrono::seconds(1), [&](int64_t now) {
+    const auto interval = std::chrono::milliseconds(
+        std::max<int64_t>(1, std::llround(progress.interval_s() * 1000.0)));
+    driver.set_ticker(interval, [&](int64_t now) {
       bench::ProgressSnapshot s;
       int64_t begin = driver.started_ns();
       if (sessions) {
@@ -226,9 +351,16 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   }
   spdlog::info("bench: {} {} at concurrency {} against {} (model '{}', {} endpoint) -> {}",
                traces.open_loop ? traces.records.size() : traces.sessions.size(),
-               traces.open_loop ? "Mooncake records" : "AgentX sessions", concurrency,
-               http.url.str(), http.model, o.endpoint, run_dir);
+               traces.synthetic   ? "random requests"
+               : traces.open_loop ? "Mooncake records"
+                                  : "AgentX sessions",
+               concurrency, http.url.str(), http.model, o.endpoint, run_dir);
+  // The wall-clock time of the driver's start: the run's start in settings and records.
+  const double unix_before_s = unix_now_s();
+  const int64_t steady_before_ns = clock.now_ns();
   driver.run();
+  const double started_unix_s =
+      unix_before_s + static_cast<double>(driver.started_ns() - steady_before_ns) / 1e9;
   progress.end();
 
   BenchResult result;
@@ -241,6 +373,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
     s.valid = false;
     s.invalid_reasons.insert(s.invalid_reasons.begin(), *result.abort_reason);
   }
+  bench::note_skipped_traces(s, traces.skipped);
   if (result.cancelled) s.warnings.push_back("the run was cancelled (Ctrl-C) before its end");
   if (!transform.identity()) {
     s.warnings.push_back(fmt::format("transformed trace ({}): not comparable with full-trace runs",
@@ -251,7 +384,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
   if (scraper && profiling_start) result.hold_rate = scraper->hold_rate(*profiling_start);
   result.delayer = delayer_label(o, result.hold_rate, scraper.get());
 
-  nlohmann::json settings = settings_json(o, traces, concurrency, http.model);
+  nlohmann::json settings = settings_json(o, traces, concurrency, http.model, started_unix_s);
   settings["cancelled"] = result.cancelled;
   settings["abort_reason"] =
       result.abort_reason ? nlohmann::json(*result.abort_reason) : nlohmann::json(nullptr);
@@ -268,7 +401,7 @@ BenchResult run_bench_point(const BenchOptions& o, int concurrency, const std::s
       {"metrics_scrapes", scraper ? scraper->scrapes() : 0},
       {"idle_skipped_s", sessions ? static_cast<double>(sessions->idle_skipped_ns()) / 1e9 : 0.0},
   };
-  bench::write_run_files(run_dir, records, s, settings);
+  bench::write_run_files(run_dir, records, s, settings, started_unix_s);
 #ifdef PACELINE_BENCH_HAS_REPORT_HTML
   try {
     bench::write_report_html(run_dir);
@@ -305,7 +438,16 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "error: %s\n", r.abort_reason->c_str());
     return 1;
   }
-  return r.cancelled ? 130 : 0;
+  if (r.cancelled) return 130;
+  if (!s.valid) {
+    // The files are written (they say why), but a script must not take the numbers as a result.
+    std::string reasons;
+    for (const std::string& reason : s.invalid_reasons)
+      reasons += (reasons.empty() ? "" : "; ") + reason;
+    std::fprintf(stderr, "error: the run is invalid: %s\n", reasons.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace paceline

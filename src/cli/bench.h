@@ -4,6 +4,10 @@
 // folder or a .json) replay closed loop; a Mooncake .jsonl replays open loop. Writes
 // records.jsonl, summary.json, summary.csv, metrics.jsonl (the server's /metrics, every second)
 // and report.html into DIR, and prints the seed-style Markdown table on stdout.
+//
+// For runs comparable with `vllm bench serve`: --dataset random makes its own random-length
+// requests, --request-rate/--burstiness space open-loop requests as a gamma process,
+// --request-count bounds them, -H/--header and --extra-body add to every request.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
@@ -30,6 +34,17 @@ struct BenchOptions {
   std::string delayer;  // the table's delayer column; default: from the server's /metrics
   bool scrape_metrics = true;
   int64_t chat_overhead_tokens = -1;  // -1: the default estimate (text_prompt.h)
+
+  std::string dataset = "trace";  // or "random": synthetic requests, no --traces
+  int64_t random_input_len = 1024;
+  int64_t random_output_len = 128;
+  double random_range_ratio = 0.0;
+  std::optional<double> request_rate;    // open loop: replaces the trace's arrival times
+  std::optional<double> burstiness;      // gamma shape of the gaps; 1 = Poisson
+  std::optional<int64_t> request_count;  // random: how many; trace: its first N records
+  std::vector<std::string> headers;      // "Name: value"
+  std::string extra_body;                // a JSON object
+  double progress_interval = 10;         // seconds between progress lines off a terminal
 };
 
 // `with_run_dir`: false for `sweep`, which chooses --concurrency and --out per point itself.
@@ -48,7 +63,7 @@ BenchResult run_bench_point(const BenchOptions& options, int concurrency,
                             const std::string& run_dir);
 
 // The command: run_bench_point at --concurrency into --out, then the table on stdout.
-// Exit status: 0, 1 when the warmup failed, 130 when cancelled (Ctrl-C).
+// Exit status: 0; 1 when the warmup failed or the run is invalid; 130 when cancelled (Ctrl-C).
 int run_bench(const BenchOptions& options);
 
 }  // namespace paceline

@@ -92,6 +92,13 @@ int run_generate(const GenerateOptions& o) {
       static_cast<long long>(n),
       std::string(finish_reason_name(last.finish_reason.value_or(FinishReason::kAbort))).c_str(),
       ttft_ms, n > 1 && decode_s > 0 ? static_cast<double>(n - 1) / decode_s : 0.0, total_s);
+  if (last.finish_reason.value_or(FinishReason::kAbort) == FinishReason::kAbort) {
+    // The engine gave up on the request (no error text): not an answer, so not a success.
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: the engine aborted the request after %lld tokens\n",
+                 static_cast<long long>(n));
+    return 1;
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The one paceline binary: subcommands generate, demo (and serve, bench, sim, ... as they land).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -89,6 +90,10 @@ int main(int argc, char** argv) {
       return paceline::run_generate(demo);
     }
   } catch (const paceline::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    // Anything else that escapes a command (a library's exception) still fails it, with a line.
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }

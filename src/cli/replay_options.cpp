@@ -7,11 +7,16 @@
 
 namespace paceline {
 
-void add_replay_options(CLI::App& cmd, ReplayOptions& o) {
-  cmd.add_option("--traces", o.traces, "AgentX session file or folder, or a Mooncake .jsonl")
-      ->required();
+void add_replay_options(CLI::App& cmd, ReplayOptions& o, bool traces_required) {
+  auto* traces =
+      cmd.add_option("--traces", o.traces, "AgentX session file or folder, or a Mooncake .jsonl");
+  if (traces_required) traces->required();
   cmd.add_option("--duration", o.duration, "seconds of profiling (Mooncake: 0 = whole trace)")
+      ->each([&o](const std::string&) { o.duration_given = true; })
       ->capture_default_str();
+  cmd.add_flag("--strict", o.strict,
+               "an AgentX file the reader cannot use is an error (default: skipped, warned, "
+               "counted)");
   cmd.add_option("--gpus", o.gpus, "GPUs behind the server, for per-GPU throughput")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -55,6 +60,7 @@ nlohmann::json replay_settings_json(const ReplayOptions& o) {
       {"time_scale", o.time_scale},
       {"gpus", o.gpus},
       {"slo", o.slo},
+      {"strict", o.strict},
       {"isl_scale", o.isl_scale},
       {"osl_scale", o.osl_scale},
       {"max_isl", o.max_isl ? nlohmann::json(*o.max_isl) : nlohmann::json(nullptr)},

@@ -20,6 +20,7 @@ namespace paceline {
 struct ReplayOptions {
   std::string traces;     // AgentX session file or folder, or a Mooncake .jsonl
   double duration = 600;  // seconds of profiling; Mooncake: 0 replays the whole trace
+  bool duration_given = false;  // --duration was on the command line
   std::vector<double> start_window = {0.25, 0.75};
   int warmup_requests_per_lane = 10;
   double trace_idle_gap_cap = 300;
@@ -32,11 +33,13 @@ struct ReplayOptions {
   double osl_scale = 1.0;
   int gpus = 1;
   std::string slo;
+  bool strict = false;  // an unusable AgentX file fails the run instead of being skipped
 
   bench::TraceTransform transform() const { return {isl_scale, osl_scale, max_isl}; }
 };
 
-void add_replay_options(CLI::App& cmd, ReplayOptions& options);
+// `traces_required`: false for `bench`, whose --dataset random needs no trace.
+void add_replay_options(CLI::App& cmd, ReplayOptions& options, bool traces_required = true);
 
 // The replay settings as the run's summary.json records them.
 nlohmann::json replay_settings_json(const ReplayOptions& options);

@@ -1,6 +1,7 @@
 #include "cli/sim.h"
 #include "cli/replay_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -85,7 +86,7 @@ SimSetup prepare(const SimOptions& o) {
     spdlog::info("{}", PrefillDelayer(sc.delayer).describe(s.engine.delayer_sources));
   }
   const bench::TraceTransform transform = o.replay.transform();
-  s.traces = sim::load_sim_traces(o.replay.traces, transform);
+  s.traces = sim::load_sim_traces(o.replay.traces, transform, o.replay.strict);
   if (!transform.identity()) {
     spdlog::warn(
         "sim: transformed trace ({}): {} of {} requests kept; not comparable with "
@@ -321,6 +322,13 @@ int run_sim(const SimOptions& o) {
                 bench::describe_transform(setup.traces.transform).c_str());
   }
   std::printf("\n%s", bench::markdown_table(rows).c_str());
+  std::fflush(stdout);
+  // Every point invalid (e.g. every request overflowed the context): no result to use.
+  if (std::none_of(summaries.begin(), summaries.end(),
+                   [](const bench::Summary& s) { return s.valid; })) {
+    std::fprintf(stderr, "error: every point of the run is invalid (see INVALID RUN above)\n");
+    return 1;
+  }
   return 0;
 }
 

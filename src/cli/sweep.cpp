@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "base/error.h"
 #include "bench/report_html.h"
@@ -73,6 +74,13 @@ int run_variant(const SweepOptions& o, const SweepVariant& variant,
     if (outcome != SweepPoint::kDone) return outcome == SweepPoint::kCancelled ? 130 : 1;
   }
   return 0;
+}
+
+// Whether a point's summary.json says its run is valid.
+bool point_valid(const std::string& sweep_dir, const std::string& name) {
+  std::ifstream in(std::filesystem::path(sweep_dir) / name / "summary.json");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.value("valid", false);
 }
 
 }  // namespace
@@ -174,6 +182,12 @@ int run_sweep(const SweepOptions& o, const SweepRunnerFactory& runner_for) {
     status = run_variant(o, variants[i], runners[i], manifest);
   }
   if (!manifest.runs.empty()) report_sweep_dir(o.out);
+  const bool any_valid = std::any_of(manifest.runs.begin(), manifest.runs.end(),
+                                     [&o](const auto& run) { return point_valid(o.out, run.dir); });
+  if (status == 0 && !any_valid) {
+    std::fprintf(stderr, "sweep: error: every point is invalid (see each point's summary.json)\n");
+    return 1;
+  }
   return status;
 }
 

@@ -104,7 +104,8 @@ std::string replica_path(const std::string& path, int replica) {
   return (p.parent_path() / name).string();
 }
 
-SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform) {
+SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform,
+                          bool strict) {
   SimTraces t;
   t.path = path;
   t.transform = transform;
@@ -115,7 +116,8 @@ SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& 
                                          bench::kMooncakeBlockSize, &t.stats);
     if (t.records.empty()) fail("{}: no records", path);
   } else {
-    t.sessions = bench::transform_sessions(bench::load_agentx(path), transform, &t.stats);
+    t.sessions = bench::transform_sessions(bench::load_agentx(path, strict, &t.skipped), transform,
+                                           &t.stats);
     if (t.sessions.empty()) fail("{}: no sessions", path);
   }
   return t;
@@ -150,6 +152,7 @@ SimRun run_sim(const SimTraces& traces, const SimRunConfig& config, const CostMo
     run.abort_reason = replayer.abort_reason();
   }
   run.summary = bench::summarize(run.records, config.summary);
+  bench::note_skipped_traces(run.summary, traces.skipped);
   if (run.abort_reason) {
     run.summary.valid = false;
     run.summary.invalid_reasons.insert(run.summary.invalid_reasons.begin(), *run.abort_reason);

@@ -35,11 +35,14 @@ struct SimTraces {
   std::vector<bench::MooncakeRecord> records;
   bench::TraceTransform transform;  // what --isl-scale, --osl-scale and --max-isl did
   bench::TransformStats stats;
+  std::vector<bench::TraceSkip> skipped;  // AgentX files the reader left out
 };
 
 // A .jsonl file is Mooncake; anything else an AgentX session file or a directory of them. The
-// transform shrinks the trace as `paceline bench` does.
-SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform = {});
+// transform shrinks the trace as `paceline bench` does. Unusable AgentX files are skipped, as in
+// bench, unless `strict`.
+SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& transform = {},
+                          bool strict = false);
 
 struct SimRunConfig {
   SchedulerConfig scheduler;           // num_kv_blocks and block_size filled in

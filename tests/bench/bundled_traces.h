@@ -10,7 +10,9 @@ namespace paceline::bench::test_util {
 inline const std::string kTracesDir = PACELINE_SOURCE_DIR "/../shared/traces";
 
 inline const std::vector<AgentxSession>& bundled_agentx_sessions() {
-  static const std::vector<AgentxSession> sessions = load_agentx(kTracesDir + "/agentx");
+  // Strict: a file the reader would skip fails every test that reads the corpus.
+  static const std::vector<AgentxSession> sessions =
+      load_agentx(kTracesDir + "/agentx", /*strict=*/true);
   return sessions;
 }
 

@@ -36,6 +36,21 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+TEST(RecordsJsonl, AbsoluteTimesAreTheRunsWallClockStartPlusTheRelativeOnes) {
+  auto records = small_run();
+  const double run_start = 1'764'600'000.25;  // a wall-clock time, s since the epoch
+  std::ostringstream with, without;
+  write_records_jsonl(with, records, false, run_start);
+  write_records_jsonl(without, records, false);
+  auto j = nlohmann::json::parse(lines(with.str())[1]);
+  EXPECT_DOUBLE_EQ(j["start_unix_s"].get<double>(), run_start + 0.1);
+  EXPECT_DOUBLE_EQ(j["first_token_unix_s"].get<double>(), run_start + 0.2);
+  EXPECT_DOUBLE_EQ(j["scheduled_unix_s"].get<double>(), run_start + j["scheduled_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["end_unix_s"].get<double>(), run_start + j["end_s"].get<double>());
+  // Simulated runs have no wall clock: no absolute fields.
+  EXPECT_FALSE(nlohmann::json::parse(lines(without.str())[1]).contains("start_unix_s"));
+}
+
 TEST(RecordsJsonl, OneLinePerRequestWithTheIssuesFields) {
   auto records = small_run();
   std::ostringstream out;

@@ -34,6 +34,19 @@ inline AgentxSubagent subagent(std::string agent_id, double start, double end,
   return s;
 }
 
+// A background subagent (status async_launched), launched at `launch` with nothing recorded
+// about when it ended, as the public AgentX corpus has them.
+inline AgentxSubagent background_subagent(std::string agent_id, double launch,
+                                          std::vector<AgentxRequest> requests) {
+  AgentxSubagent s;
+  s.t = launch;
+  s.agent_id = std::move(agent_id);
+  s.subagent_type = "general-purpose";
+  s.status = kAsyncLaunched;
+  s.requests = std::move(requests);
+  return s;
+}
+
 inline AgentxSession session(std::string id, std::vector<AgentxRequest> requests,
                              std::vector<AgentxSubagent> subagents = {}) {
   AgentxSession s;

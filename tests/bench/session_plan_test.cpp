@@ -10,6 +10,7 @@
 namespace paceline::bench {
 namespace {
 
+using test_util::background_subagent;
 using test_util::kMs;
 using test_util::kSec;
 using test_util::session;
@@ -126,6 +127,21 @@ TEST(Subagents, NoLaterTurnMeansNoJoinButTheTreeStillOwnsIt) {
   ASSERT_EQ(plan.streams.size(), 2u);
   EXPECT_TRUE(plan.streams[0].turns[1].joins.empty());
   EXPECT_EQ(plan.streams[0].children, std::vector<int>{1});
+}
+
+TEST(Subagents, BackgroundOnesStartAtTheirLaunchAndAreJoinedByNoTurn) {
+  // async_launched at t = 2 with no duration: it starts 2 - (0 + 1) = 1 s after p0, and p1 and
+  // p2 wait only for the turn before them, yet the play's tree still owns the stream.
+  AgentxSession s = session("bg", {turn(0, 1), turn(7, 1), turn(13, 1)},
+                            {background_subagent("agent_A", 2, {turn(0, 1), turn(5, 1)})});
+  SessionPlan plan = plan_session(s, 0, kCap300);
+  ASSERT_EQ(plan.streams.size(), 2u);
+  const PlannedStream& parent = plan.streams[0];
+  EXPECT_EQ(parent.children, std::vector<int>{1});
+  EXPECT_EQ(plan.streams[1].spawn_turn, 0);
+  EXPECT_EQ(plan.streams[1].start_gap_ns, 1 * kSec);
+  for (const PlannedTurn& t : parent.turns) EXPECT_TRUE(t.joins.empty()) << t.index;
+  EXPECT_EQ(parent.turns[2].gap_ns, 5 * kSec);  // 13 - (7 + 1): no subagent end in it
 }
 
 }  // namespace

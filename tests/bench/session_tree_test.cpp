@@ -52,6 +52,26 @@ TEST(Replay, SubagentRunsAlongsideTheParentAndIsJoined) {
   EXPECT_EQ(r.transport.max_in_flight(), 2);  // more than the one lane: children run in parallel
 }
 
+TEST(Replay, BackgroundSubagentStartsAtItsLaunchAndGatesNoTurn) {
+  // As above, but A is async_launched at t 2 (no duration): c0 1.1 -> 1.2, c1 5.2 -> 15.2 as
+  // before; p1 at 6.1 -> 6.2 and p2 at 6.2 + (13 - (7 + 1)) = 11.2 without waiting for A. The
+  // play ends (and the lane recycles) only when c1 has drained at 15.2.
+  std::vector<AgentxSession> sessions = {
+      session("bg", {turn(0, 1), turn(7, 1), turn(13, 1)},
+              {background_subagent("agent_A", 2, {turn(0, 1), turn(5, 1)})})};
+  ReplayRun r(sessions, plain_config(15'250 * kMs), [](const RequestSpec& spec) {
+    Reply reply;
+    if (spec.stream == 1 && spec.turn == 1) reply.ttft_ns = 10 * kSec;
+    return reply;
+  });
+  r.run();
+  std::vector<Start> expected = {{0, 0, 0},           {1, 0, 1'100 * kMs},  {1, 1, 5'200 * kMs},
+                                 {0, 1, 6'100 * kMs}, {0, 2, 11'200 * kMs}, {0, 0, 15'200 * kMs}};
+  EXPECT_EQ(starts(r), expected);
+  EXPECT_EQ(r.records()[1].agent, "agent_A");
+  EXPECT_EQ(r.records().back().play, 1);
+}
+
 TEST(Replay, LaneRecyclesWhenTheTreeHasDrained) {
   // X: 0 -> 0.1, then 2 - (0 + 1) = 1 s: 1.1 -> 1.2. Y follows at once: 1.2 -> 1.3, then
   // 3 - (0 + 1) = 2 s: 3.3 -> 3.4. X again (play 2) at 3.4.

@@ -53,7 +53,33 @@ TEST(Metrics, CountsExcludeTheWarmup) {
   EXPECT_EQ(s.requests_failed, 0);
   EXPECT_EQ(s.requests_incomplete, 0);
   EXPECT_TRUE(s.valid);
-  EXPECT_TRUE(s.warnings.empty());
+  // Three requests are too few for any tail percentile: that is the only warning.
+  ASSERT_EQ(s.warnings.size(), 3u);
+  for (const std::string& w : s.warnings) EXPECT_NE(w.find("percentiles rest on"), w.npos) << w;
+}
+
+TEST(Metrics, WarnsWhenAPercentileRestsOnTooFewRequests) {
+  // pN needs 100 / (100 - N) samples: 3 TTFTs and E2ELs miss p75 (4), p90, p95 and p99; the two
+  // ITL samples (turn 2 has one token) likewise.
+  Summary s = three_turn_summary();
+  EXPECT_EQ(s.warnings[0],
+            "TTFT percentiles rest on 3 requests: p75 (4 needed), p90 (10 needed), p95 (20 "
+            "needed), p99 (100 needed); a pN needs at least 100/(100-N) samples to be more than "
+            "the largest one");
+  EXPECT_EQ(s.warnings[1].substr(0, 37), "ITL percentiles rest on 2 requests: p");
+  EXPECT_EQ(s.warnings[2].substr(0, 38), "E2EL percentiles rest on 3 requests: p");
+
+  // 20 samples are enough for p95 but not p99.
+  std::vector<RequestRecord> records;
+  for (int i = 0; i < 20; ++i) {
+    RequestRecord r = three_turn_run().records()[1];
+    r.id = static_cast<uint64_t>(i);
+    records.push_back(r);
+  }
+  Summary twenty = summarize(records, SummaryOptions{});
+  ASSERT_FALSE(twenty.warnings.empty());
+  EXPECT_NE(twenty.warnings[0].find("rest on 20 requests: p99 (100 needed);"), std::string::npos)
+      << twenty.warnings[0];
 }
 
 TEST(Metrics, LatenciesByHand) {

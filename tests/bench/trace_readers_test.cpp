@@ -2,7 +2,10 @@
 // errors on bad input.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -211,6 +214,112 @@ TEST(AgentxReader, SubagentKeepsEveryField) {
   EXPECT_EQ(a.requests.size(), 7u);
   EXPECT_EQ(s.requests[0].stop, "tool_use");
   EXPECT_DOUBLE_EQ(*s.requests[0].api_time, 8.81);
+}
+
+// A small session with one subagent entry between its two turns; `subagent` replaces that
+// entry's fields.
+nlohmann::json hand_made_session(const std::string& id, const nlohmann::json& subagent) {
+  auto doc = nlohmann::json::parse(R"({
+    "models": ["m"], "block_size": 64, "hash_id_scope": "local",
+    "tool_tokens": 0, "system_tokens": 0,
+    "requests": [
+      {"t": 0.0, "type": "n", "model": "m", "in": 130, "out": 5, "hash_ids": [1, 2],
+       "input_types": ["text"], "output_types": ["text"], "stop": "tool_use", "api_time": 1.0},
+      {"t": 1.5, "type": "subagent", "agent_id": "agent_bg", "subagent_type": "general-purpose",
+       "status": "completed", "duration_ms": 300, "total_tokens": 9, "tool_use_count": 1,
+       "models": ["m"], "requests": [
+         {"t": 0.0, "type": "n", "model": "m", "in": 64, "out": 7, "hash_ids": [9],
+          "input_types": [], "output_types": [], "stop": "end_turn", "api_time": 2.0}]},
+      {"t": 4.0, "type": "n", "model": "m", "in": 200, "out": 5, "hash_ids": [1, 2, 3],
+       "input_types": ["text"], "output_types": ["text"], "stop": "end_turn", "api_time": 1.0}
+    ]})");
+  doc["id"] = id;
+  if (subagent.is_object()) doc["requests"][1].update(subagent);  // `{}` arrives as null
+  return doc;
+}
+
+TEST(AgentxReader, BackgroundSubagentsLoadWithTheirNullCounts) {
+  // The public corpus's background subagents: async_launched, duration_ms, total_tokens and
+  // tool_use_count null. Their `t` is the launch.
+  auto doc = hand_made_session("bg", {{"status", "async_launched"},
+                                      {"duration_ms", nullptr},
+                                      {"total_tokens", nullptr},
+                                      {"tool_use_count", nullptr}});
+  AgentxSession s = parse_agentx_session(doc, "bg.json");
+  ASSERT_EQ(s.subagents.size(), 1u);
+  const AgentxSubagent& a = s.subagents[0];
+  EXPECT_TRUE(a.background());
+  EXPECT_FALSE(a.duration_ms);
+  EXPECT_FALSE(a.total_tokens);
+  EXPECT_FALSE(a.tool_use_count);
+  EXPECT_DOUBLE_EQ(a.start_s(), 1.5);
+  EXPECT_DOUBLE_EQ(a.end_s(), 3.5);  // no recorded end: its last call's, 1.5 + 0 + 2
+  ASSERT_EQ(a.requests.size(), 1u);
+
+  // Its own calls may be missing altogether: a background stream with nothing to send.
+  auto bare = doc;
+  bare["requests"][1].erase("requests");
+  bare["requests"][1].erase("models");
+  EXPECT_TRUE(parse_agentx_session(bare, "bare.json").subagents[0].requests.empty());
+
+  // A completed subagent keeps its duration: start = t - duration.
+  AgentxSession done = parse_agentx_session(hand_made_session("done", {}), "done.json");
+  EXPECT_FALSE(done.subagents[0].background());
+  EXPECT_DOUBLE_EQ(done.subagents[0].start_s(), 1.2);
+}
+
+// Writes `text` to dir/name.
+void write_file(const std::filesystem::path& dir, const std::string& name,
+                const std::string& text) {
+  std::ofstream(dir / name) << text;
+}
+
+TEST(AgentxReader, UnusableFilesAreSkippedWithTheirFileEntryAndFieldUnlessStrict) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("paceline-agentx-skip-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  write_file(dir, "a_good.json", hand_made_session("a_good", {}).dump());
+  write_file(dir, "b_background.json",
+             hand_made_session("b_background", {{"status", "async_launched"},
+                                                {"duration_ms", nullptr},
+                                                {"total_tokens", nullptr},
+                                                {"tool_use_count", nullptr}})
+                 .dump());
+  // A joined subagent without its duration cannot be placed in time.
+  write_file(dir, "c_no_duration.json",
+             hand_made_session("c_no_duration", {{"duration_ms", nullptr}}).dump());
+  write_file(dir, "d_truncated.json", hand_made_session("d_truncated", {}).dump().substr(0, 80));
+  write_file(dir, "e_bad_type.json", hand_made_session("e_bad_type", {{"t", "late"}}).dump());
+
+  std::vector<TraceSkip> skipped;
+  std::vector<AgentxSession> sessions = load_agentx(dir.string(), false, &skipped);
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].id, "a_good");
+  EXPECT_EQ(sessions[1].id, "b_background");
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[0].file, "c_no_duration.json");
+  EXPECT_EQ(skipped[0].reason,
+            "c_no_duration.json: requests[1].duration_ms: null on a subagent with status "
+            "'completed' (only async_launched subagents run in the background without one)");
+  EXPECT_EQ(skipped[1].file, "d_truncated.json");
+  EXPECT_NE(skipped[1].reason.find("d_truncated.json: not valid JSON"), std::string::npos)
+      << skipped[1].reason;
+  EXPECT_EQ(skipped[2].reason, "e_bad_type.json: requests[1].t: expected a number, found string");
+
+  // Strict: the first unusable file is the error.
+  try {
+    load_agentx(dir.string(), true);
+    FAIL() << "strict reading accepted " << dir;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), skipped[0].reason);
+  }
+
+  // Nothing usable left is an error, not an empty run.
+  fs::remove(dir / "a_good.json");
+  fs::remove(dir / "b_background.json");
+  EXPECT_THROW(load_agentx(dir.string()), Error);
+  fs::remove_all(dir);
 }
 
 // --- Mooncake ---------------------------------------------------------------------------------
