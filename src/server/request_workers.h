@@ -4,7 +4,8 @@
 // connection, so a request that takes a second to tokenize must not run there (it froze /health
 // for 27 s). Two lanes, so that a few huge bodies cannot hold up a small one: bodies up to
 // `small_bytes` go to a lane with a thread of its own (the bulk threads help it when they are
-// idle); larger ones queue for the bulk threads.
+// idle); larger ones queue for the bulk threads, which run at a lower priority (nice 10) than the
+// engine and I/O threads.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
