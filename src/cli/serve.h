@@ -18,6 +18,8 @@ struct ServeOptions {
   int64_t max_waiting = 4096;
   double shutdown_timeout = 30.0;  // seconds to drain in-flight requests on SIGTERM
   std::string max_body = "32M";
+  // 0: max-num-seqs + max-waiting + kConnectionHeadroom, within the file-descriptor limit.
+  int64_t max_connections = 0;
   std::string step_log;  // a JSON line per executed step (engine/step_log.h)
 };
 

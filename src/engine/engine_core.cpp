@@ -38,6 +38,7 @@ EngineCore::EngineCore(SchedulerConfig config, std::unique_ptr<Executor> executo
     : executor_(std::move(executor)), clock_(clock), capabilities_(executor_->capabilities()) {
   scheduler_ = std::make_unique<Scheduler>(sized_for(std::move(config), capabilities_), clock_);
   if (metrics) metrics_ = std::make_unique<EngineMetrics>(*metrics);
+  if (metrics_) metrics_->on_state(scheduler_->stats());  // kv_cache_blocks_total from the start
 }
 
 EngineCore::~EngineCore() {
@@ -57,6 +58,7 @@ void EngineCore::flush_step_log() {
 void EngineCore::add(uint64_t id, std::vector<int32_t> prompt, RequestParams params) {
   const int64_t t0 = clock_.now_ns();
   scheduler_->add_request(id, std::move(prompt), std::move(params));
+  if (metrics_) metrics_->on_state(scheduler_->stats());
   host_ns_ += clock_.now_ns() - t0;
 }
 
@@ -77,6 +79,8 @@ std::optional<StepStart> EngineCore::begin_step() {
   const int64_t t0 = clock_.now_ns();
   StepPlan plan = scheduler_->schedule();
   if (plan.seqs.empty()) return std::nullopt;
+  // The gauges as planned (rows running, their KV allocated) while the forward runs.
+  if (metrics_) metrics_->on_state(scheduler_->stats());
   Step& step = step_.emplace();
   step.plan = std::move(plan);
   const int64_t t1 = clock_.now_ns();

@@ -63,12 +63,20 @@ EngineMetrics::EngineMetrics(MetricsRegistry& reg)
       finished_abort_(&reg.counter("request_success_total", "Finished requests by reason",
                                    {{"finished_reason", "abort"}})) {}
 
-void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
-                            const SchedulerStats& s) {
+void EngineMetrics::on_state(const SchedulerStats& s) {
   running_->set(static_cast<double>(s.num_running));
   waiting_->set(static_cast<double>(s.num_waiting));
   kv_usage_->set(s.kv_usage);
   kv_blocks_->set(static_cast<double>(s.num_kv_blocks));
+  host_blocks_->set(static_cast<double>(s.num_host_kv_blocks));
+  host_usage_->set(s.num_host_kv_blocks > 0 ? static_cast<double>(s.num_host_kv_cached) /
+                                                  static_cast<double>(s.num_host_kv_blocks)
+                                            : 0.0);
+}
+
+void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
+                            const SchedulerStats& s) {
+  on_state(s);
   add_delta(*queries_, s.prefix_cache_queries, last_.prefix_cache_queries);
   add_delta(*hits_, s.prefix_cache_hits, last_.prefix_cache_hits);
   add_delta(*prompt_tokens_, s.prompt_tokens, last_.prompt_tokens);
@@ -77,10 +85,6 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
   add_delta(*host_hits_, s.prefix_cache_host_hits, last_.prefix_cache_host_hits);
   add_delta(*stored_blocks_, s.kv_stored_blocks, last_.kv_stored_blocks);
   add_delta(*loaded_blocks_, s.kv_loaded_blocks, last_.kv_loaded_blocks);
-  host_blocks_->set(static_cast<double>(s.num_host_kv_blocks));
-  host_usage_->set(s.num_host_kv_blocks > 0 ? static_cast<double>(s.num_host_kv_cached) /
-                                                  static_cast<double>(s.num_host_kv_blocks)
-                                            : 0.0);
   add_delta(*finished_stop_, s.finished_stop, last_.finished_stop);
   add_delta(*finished_length_, s.finished_length, last_.finished_length);
   add_delta(*finished_abort_, s.finished_abort, last_.finished_abort);

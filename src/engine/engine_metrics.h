@@ -16,6 +16,10 @@ class EngineMetrics {
  public:
   explicit EngineMetrics(MetricsRegistry& registry);
   void on_step(const StepPlan& plan, const StepResult& result, const SchedulerStats& stats);
+  // The gauges alone (running, waiting, KV use and size, the host tier), from the scheduler's
+  // state now: at startup, after an add, and when a step is planned, so that they read true
+  // during a long forward instead of what the last finished step left.
+  void on_state(const SchedulerStats& stats);
   void on_first_scheduled(double queue_seconds);
   void on_finished(const Usage& usage);
 

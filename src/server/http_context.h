@@ -18,6 +18,7 @@ class HttpSession;
 struct HttpContext {
   HttpServerOptions options;
   HttpRouter router;
+  HttpHeaderCheck header_check;  // empty: every header passes
 
   std::atomic<size_t> open_connections{0};
   std::atomic<size_t> active_requests{0};

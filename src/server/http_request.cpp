@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 #include <utility>
 
 namespace paceline {
@@ -23,7 +24,7 @@ std::string lower(boost::beast::string_view text) {
 
 }  // namespace
 
-HttpRequest http_request_from(http::request<http::string_body>&& message) {
+HttpRequest http_request_head(const http::request<http::string_body>& message) {
   HttpRequest request;
   request.method = to_string(message.method_string());
   request.target = to_string(message.target());
@@ -36,8 +37,36 @@ HttpRequest http_request_from(http::request<http::string_body>&& message) {
       it->second += to_string(field.value());
     }
   }
+  return request;
+}
+
+HttpRequest http_request_from(http::request<http::string_body>&& message) {
+  HttpRequest request = http_request_head(message);
   request.body = std::move(message.body());
   return request;
+}
+
+std::string http_framing_problem(const http::request<http::string_body>& message) {
+  std::string codings;
+  bool present = false;
+  for (const auto& field : message) {
+    if (field.name() != http::field::transfer_encoding) continue;
+    if (present) codings += ", ";
+    codings += to_string(field.value());
+    present = true;
+  }
+  if (!present) return {};
+  if (message.version() < 11) return "Transfer-Encoding is not allowed in an HTTP/1.0 request.";
+  if (message.find(http::field::content_length) != message.end()) {
+    return "A request may not carry both Transfer-Encoding and Content-Length.";
+  }
+  std::string_view coding = codings;
+  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+    coding.remove_prefix(1);
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+    coding.remove_suffix(1);
+  if (lower({coding.data(), coding.size()}) == "chunked") return {};
+  return "Transfer-Encoding '" + codings + "' is not supported; only 'chunked' is.";
 }
 
 }  // namespace paceline

@@ -85,7 +85,15 @@ void HttpServer::Loop::on_accept(const std::shared_ptr<HttpContext>& context, er
   if (!ec) {
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);  // SSE events are small: no Nagle delay
-    HttpSession::create(std::move(socket), context)->start();
+    const size_t limit = context->options.max_connections;
+    const bool over =
+        limit > 0 && context->open_connections.load(std::memory_order_relaxed) >= limit;
+    auto session = HttpSession::create(std::move(socket), context);
+    if (over) {
+      session->start_over_capacity();
+    } else {
+      session->start();
+    }
   }
   std::lock_guard lock(accept_mutex);
   if (!accepting) return;
@@ -130,6 +138,11 @@ void HttpServer::set_not_found_handler(HttpHandler handler) {
 void HttpServer::set_method_not_allowed_handler(HttpHandler handler) {
   if (loop_->started) fail("HttpServer: the 405 handler must be set before start()");
   context_->router.set_method_not_allowed(std::move(handler));
+}
+
+void HttpServer::set_header_check(HttpHeaderCheck check) {
+  if (loop_->started) fail("HttpServer: the header check must be set before start()");
+  context_->header_check = std::move(check);
 }
 
 void HttpServer::start() {

@@ -23,6 +23,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_timeout{120'000};
   // A client that lets this much response data pile up unread is dropped as disconnected.
   size_t max_write_queue_bytes = size_t{16} << 20;
+  // Open connections beyond this are answered 503 and closed at once (0: no limit), so a flood
+  // of idle sockets cannot take every file descriptor and the memory each session holds.
+  size_t max_connections = 0;
 };
 
 struct HttpContext;
@@ -40,6 +43,9 @@ class HttpServer {
   // method. The defaults send OpenAI's error object.
   void set_not_found_handler(HttpHandler handler);
   void set_method_not_allowed_handler(HttpHandler handler);
+  // Runs on each request's header before its body is read; a rejection is sent and the
+  // connection closed (see HttpHeaderCheck). Set before start().
+  void set_header_check(HttpHeaderCheck check);
 
   // Binds, listens and starts the io threads. Throws paceline::Error when the address is taken
   // or invalid. Call once.

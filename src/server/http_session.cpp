@@ -31,6 +31,9 @@ constexpr size_t kMaxReadAheadBytes = 64 * 1024;
 constexpr size_t kWatchReadBytes = 4096;
 constexpr auto kLingerTime = std::chrono::milliseconds(500);
 constexpr size_t kMaxLingerBytes = 1 << 20;
+// The read buffer's bound: a header (64 KiB) or the read-ahead (64 KiB plus one watch read) fits
+// with room to spare; a body goes on into the request's string, bounded by max_body_bytes.
+constexpr size_t kMaxReadBufferBytes = 256 * 1024;
 
 }  // namespace
 
@@ -43,7 +46,10 @@ std::shared_ptr<HttpSession> HttpSession::create(asio::ip::tcp::socket socket,
 }
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, std::shared_ptr<HttpContext> context)
-    : context_(std::move(context)), socket_(std::move(socket)), timer_(socket_.get_executor()) {
+    : context_(std::move(context)),
+      socket_(std::move(socket)),
+      timer_(socket_.get_executor()),
+      buffer_(kMaxReadBufferBytes) {
   context_->open_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -56,6 +62,20 @@ HttpSession::~HttpSession() {
 
 void HttpSession::start() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+}
+
+void HttpSession::start_over_capacity() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ == Phase::kClosed) return;
+    spdlog::warn("http: {} connections open (--max-connections); answering 503",
+                 self->context_->options.max_connections);
+    self->send_and_close(
+        503, "application/json",
+        http_error_body(503, fmt::format("The server has {} connections open, its limit; retry "
+                                         "later.",
+                                         self->context_->options.max_connections)),
+        {{"Retry-After", "1"}});
+  });
 }
 
 void HttpSession::shutdown() {
@@ -86,12 +106,33 @@ void HttpSession::read_request() {
 void HttpSession::on_header(error_code ec) {
   if (phase_ == Phase::kClosed) return;
   if (ec) return on_read_error(ec);
+  if (!check_header()) return;
   if (parser_->is_done()) return dispatch();
   auto expect = parser_->get()[http::field::expect];
   if (boost::beast::iequals(expect, "100-continue")) enqueue("HTTP/1.1 100 Continue\r\n\r\n");
   arm_timer(context_->options.body_timeout);
   http::async_read(socket_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->on_body(ec); });
+}
+
+bool HttpSession::check_header() {
+  std::string problem = http_framing_problem(parser_->get());
+  if (!problem.empty()) {
+    reply_and_close(400, problem);
+    return false;
+  }
+  if (!context_->header_check) return true;
+  std::optional<HttpRejection> rejection;
+  try {
+    rejection = context_->header_check(http_request_head(parser_->get()));
+  } catch (const std::exception& e) {
+    spdlog::error("http: header check threw: {}", e.what());
+    rejection =
+        HttpRejection{500, "application/json", http_error_body(500, "Internal server error."), {}};
+  }
+  if (!rejection) return true;
+  send_and_close(rejection->status, rejection->content_type, rejection->body, rejection->headers);
+  return false;
 }
 
 void HttpSession::on_body(error_code ec) {
@@ -151,10 +192,17 @@ void HttpSession::dispatch() {
 }
 
 void HttpSession::reply_and_close(int status, const std::string& message, const std::string& code) {
-  std::string body = http_error_body(status, message, code);
-  HttpHeaderList headers = {{"Content-Type", "application/json"},
+  send_and_close(status, "application/json", http_error_body(status, message, code), {});
+}
+
+void HttpSession::send_and_close(int status, const std::string& content_type,
+                                 const std::string& body,
+                                 const std::map<std::string, std::string>& extra_headers) {
+  disarm_timer();
+  HttpHeaderList headers = {{"Content-Type", content_type},
                             {"Content-Length", std::to_string(body.size())},
                             {"Connection", "close"}};
+  http_add_headers(headers, HttpHeaderList(extra_headers.begin(), extra_headers.end()));
   phase_ = Phase::kResponding;
   parser_.reset();
   ++exchange_;  // no writer may deliver into this answer

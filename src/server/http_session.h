@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession();
 
   void start();
+  // For a connection over HttpServerOptions::max_connections: answers 503 and closes.
+  void start_over_capacity();
   // Any thread: closes the connection; a request in flight sees on_disconnect.
   void shutdown();
   // Any thread: queues bytes of response `exchange`; `last` ends it.
@@ -52,6 +55,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_read_error(boost::system::error_code ec);
   void dispatch();
   void reply_and_close(int status, const std::string& message, const std::string& code = "");
+  void send_and_close(int status, const std::string& content_type, const std::string& body,
+                      const std::map<std::string, std::string>& extra_headers);
+  // The framing and header checks, before any body byte is read; false: answered and closing.
+  bool check_header();
 
   void watch();
   void on_watch(boost::system::error_code ec, size_t bytes);

@@ -6,14 +6,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace paceline {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path with query, e.g. "/v1/models"
-  std::string path;    // without the query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // path with query, e.g. "/v1/models"
+  std::string path;                            // without the query
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string header(const std::string& lower_name) const {
@@ -40,5 +41,19 @@ class ResponseWriter {
 };
 
 using HttpHandler = std::function<void(const HttpRequest&, std::shared_ptr<ResponseWriter>)>;
+
+// An answer given from the request's header alone, before its body is read (a missing API key,
+// a full queue). The transport sends it with `Connection: close` and closes the connection, so
+// the unread body can never be taken for the next request.
+struct HttpRejection {
+  int status = 400;
+  std::string content_type = "application/json";
+  std::string body;
+  std::map<std::string, std::string> headers;
+};
+
+// Runs on the I/O thread for every request once its header is in (`body` is still empty), so it
+// must be cheap. nullopt lets the request through.
+using HttpHeaderCheck = std::function<std::optional<HttpRejection>(const HttpRequest& head)>;
 
 }  // namespace paceline

@@ -8,13 +8,13 @@
 
 #include "model/chat_message.h"
 #include "server/openai_error.h"
+#include "server/request_json.h"
 
 namespace paceline {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int kMaxJsonDepth = 128;
 constexpr size_t kMaxStopLength = 256;
 constexpr size_t kMaxStopTokenIds = 1024;
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
@@ -195,6 +195,9 @@ GenerationOptions parse_generation_options(const Json& body) {
 
   options.stream = get_bool(body, "stream", "stream").value_or(false);
   if (const Json* stream_options = field(body, "stream_options")) {
+    if (!options.stream) {  // OpenAI and vLLM refuse it too
+      reject("stream_options", "'stream_options' is only allowed when 'stream' is true.");
+    }
     if (!stream_options->is_object()) {
       reject("stream_options", "'stream_options' must be an object, got {}.",
              type_of(*stream_options));
@@ -405,6 +408,7 @@ void parse_prompt(const Json& body, CompletionRequest& request) {
 }  // namespace
 
 void check_content_type(std::string_view content_type) {
+  if (content_type.empty()) return;  // no Content-Type: read as JSON, as vLLM does
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && std::isspace(static_cast<unsigned char>(media.back())))
     media.remove_suffix(1);
@@ -422,30 +426,7 @@ Json parse_json_object(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     reject("", "The request body is empty; a JSON object is expected.");
   }
-  auto depth_limit = [](int depth, Json::parse_event_t, Json&) {
-    if (depth > kMaxJsonDepth) {
-      reject("", "The request body nests deeper than {} levels.", kMaxJsonDepth);
-    }
-    return true;
-  };
-  Json json;
-  try {
-    json = Json::parse(body, depth_limit);
-  } catch (const nlohmann::json::parse_error& error) {
-    std::string what = error.what();
-    if (what.find("UTF-8") != std::string::npos) {
-      reject("", "The request body is not valid UTF-8 (at byte {}).", error.byte);
-    }
-    // "[json.exception.parse_error.101] parse error at line 1, column 9: <reason>; last read: ..."
-    size_t colon = what.find(": ");
-    std::string reason = colon == std::string::npos ? what : what.substr(colon + 2);
-    reason = reason.substr(0, reason.find("; last read"));
-    reject("", "Malformed JSON in the request body at byte {}: {}.", error.byte, reason);
-  } catch (const nlohmann::json::exception& error) {
-    // A number too large for a double ("1e999") is not a syntax error to nlohmann.
-    std::string what = error.what();
-    reject("", "Invalid JSON in the request body: {}.", what.substr(what.find(']') + 2));
-  }
+  Json json = read_request_json(body);
   if (!json.is_object()) {
     reject("", "The request body must be a JSON object, got {}.", type_of(json));
   }
@@ -507,6 +488,16 @@ void check_context_length(int64_t prompt_tokens, int64_t max_tokens, int64_t max
                   "{} or completion.",
                   max_model_len, prompt_tokens + max_tokens, prompt_tokens, input_name, max_tokens,
                   input_name),
+      std::string(input_name), "context_length_exceeded"));
+}
+
+void check_prompt_length_bound(int64_t min_prompt_tokens, int64_t prompt_bytes,
+                               int64_t max_model_len, std::string_view input_name) {
+  if (min_prompt_tokens < max_model_len) return;
+  throw_api_error(invalid_request_error(
+      fmt::format("This model's maximum context length is {} tokens. However, your {} ({} bytes) "
+                  "hold at least {} tokens. Please reduce the length of the {}.",
+                  max_model_len, input_name, prompt_bytes, min_prompt_tokens, input_name),
       std::string(input_name), "context_length_exceeded"));
 }
 

@@ -67,13 +67,14 @@ struct CompletionRequest {
   bool has_token_prompt() const { return !prompt_text.has_value(); }
 };
 
-// Accepts "application/json" with any parameters ("; charset=utf-8"), case-insensitively.
-// Anything else, a missing header included, throws unsupported_media_type_error.
+// Accepts "application/json" with any parameters ("; charset=utf-8"), case-insensitively, and a
+// missing (empty) header, which vLLM also reads as JSON. Anything else throws
+// unsupported_media_type_error.
 void check_content_type(std::string_view content_type);
 
-// Parses a body that must be one JSON object. Malformed JSON → 400 naming the byte position
-// (1-based);
-// invalid UTF-8 in a string → 400 saying so; another JSON type → 400.
+// Parses a body that must be one JSON object, in time linear in its size (request_json.h).
+// Malformed JSON → 400 naming the byte position (1-based); invalid UTF-8 in a string → 400
+// saying so; nesting deeper than 128 levels → 400; another JSON type → 400.
 nlohmann::ordered_json parse_json_object(std::string_view body);
 
 // check_content_type + parse_json_object + the field checks.
@@ -89,6 +90,12 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body);
 // completion). Please reduce the length of the messages or completion."
 void check_context_length(int64_t prompt_tokens, int64_t max_tokens, int64_t max_model_len,
                           std::string_view input_name = "messages");
+
+// Throws the context-length error (code "context_length_exceeded", param `input_name`) when a
+// prompt of `prompt_bytes` bytes, known to hold at least `min_prompt_tokens` tokens, leaves no
+// room for one generated token: decided from a length bound, before tokenizing.
+void check_prompt_length_bound(int64_t min_prompt_tokens, int64_t prompt_bytes,
+                               int64_t max_model_len, std::string_view input_name = "messages");
 
 // The max_tokens a request runs with: the requested one after check_context_length, or, when
 // absent, what is left of the context (max_model_len - prompt_tokens), as vLLM does. Throws the

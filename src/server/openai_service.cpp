@@ -1,6 +1,9 @@
 #include "server/openai_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <random>
 
 #include "base/log.h"
 #include "model/chat_template.h"
@@ -36,6 +39,44 @@ void guarded(ResponseWriter& w, F&& body) {
   }
 }
 
+// Bodies up to this size are prepared on the small-body lane (RequestWorkers): a chat turn of a
+// few thousand tokens, not a 30 MB prompt.
+constexpr size_t kSmallBodyBytes = 64 * 1024;
+// NFC can shrink text to a third of its bytes (three Hangul jamo compose into one syllable), so
+// a prompt of B bytes holds at least B / (3 * longest token) tokens.
+constexpr size_t kNormalizationShrink = 3;
+
+const std::map<std::string, std::string> kAuthenticateHeader = {{"WWW-Authenticate", "Bearer"}};
+const std::map<std::string, std::string> kRetryAfterHeader = {{"Retry-After", "1"}};
+
+uint64_t random_seed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+size_t longest_token_bytes(const Tokenizer& tokenizer) {
+  size_t longest = 1;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    try {
+      longest = std::max(longest, tokenizer.token_bytes(id).size());
+    } catch (const Error&) {  // an id the vocabulary skips
+    }
+  }
+  return longest;
+}
+
+bool needs_key(const std::string& path) {
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models";
+}
+
+bool generates(const HttpRequest& req) {
+  return req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
+}
+
+HttpRejection header_rejection(const ApiError& err, std::map<std::string, std::string> headers) {
+  return HttpRejection{err.status, "application/json", error_json(err), std::move(headers)};
+}
+
 }  // namespace
 
 OpenAiService::OpenAiService(OpenAiServiceOptions options, const ModelConfig& config,
@@ -45,19 +86,68 @@ OpenAiService::OpenAiService(OpenAiServiceOptions options, const ModelConfig& co
       tokenizer_(tokenizer),
       engine_(engine),
       metrics_(metrics),
-      created_(unix_seconds()) {}
+      created_(unix_seconds()),
+      next_seed_(random_seed()),
+      max_token_bytes_(longest_token_bytes(tokenizer)),
+      workers_(std::make_unique<RequestWorkers>(options_.request_threads, kSmallBodyBytes)) {}
+
+OpenAiService::~OpenAiService() { stop_workers(); }
+
+void OpenAiService::stop_workers() { workers_->stop(); }
+
+bool OpenAiService::key_ok(const HttpRequest& req) const {
+  return options_.api_key.empty() || req.header("authorization") == "Bearer " + options_.api_key;
+}
+
+// Requests the engine holds plus those being prepared; `preparing_self` is 1 on a worker, whose
+// own job is among the prepared ones.
+bool OpenAiService::queue_full(int64_t preparing_self) const {
+  int64_t queued = engine_.num_unfinished() + static_cast<int64_t>(workers_->pending()) -
+                   preparing_self;
+  return queued >= options_.max_num_seqs + options_.max_waiting;
+}
+
+std::optional<HttpRejection> OpenAiService::check_header(const HttpRequest& head) const {
+  if (needs_key(head.path) && !key_ok(head)) {
+    return header_rejection(authentication_error(), kAuthenticateHeader);
+  }
+  if (generates(head) && queue_full(0)) {
+    return header_rejection(overloaded_error("the waiting queue is full; retry later"),
+                     kRetryAfterHeader);
+  }
+  return std::nullopt;
+}
 
 bool OpenAiService::authorized(const HttpRequest& req, ResponseWriter& w) const {
-  if (options_.api_key.empty()) return true;
-  if (req.header("authorization") == "Bearer " + options_.api_key) return true;
-  send_error(w, authentication_error());
+  if (key_ok(req)) return true;
+  send_error(w, authentication_error(), kAuthenticateHeader);
   return false;
 }
 
 bool OpenAiService::admit(ResponseWriter& w) {
-  if (engine_.num_unfinished() < options_.max_num_seqs + options_.max_waiting) return true;
-  send_error(w, overloaded_error("the waiting queue is full; retry later"), {{"Retry-After", "1"}});
+  if (!queue_full(1)) return true;
+  send_error(w, overloaded_error("the waiting queue is full; retry later"), kRetryAfterHeader);
   return false;
+}
+
+void OpenAiService::offload(const HttpRequest& req, std::shared_ptr<ResponseWriter> w,
+                            Route route) {
+  if (!authorized(req, *w)) return;
+  auto request = std::make_shared<HttpRequest>(req);
+  workers_->post(req.body.size(), [this, request, w = std::move(w), route](bool shutting_down) {
+    if (shutting_down) {
+      send_error(*w, overloaded_error("the server is shutting down"), kRetryAfterHeader);
+      return;
+    }
+    if (w->closed()) return;  // the client left while the request waited
+    (this->*route)(*request, w);
+  });
+}
+
+void OpenAiService::check_prompt_bytes(size_t bytes, const char* input_name) const {
+  const size_t divisor = kNormalizationShrink * max_token_bytes_;
+  check_prompt_length_bound(static_cast<int64_t>(bytes / divisor), static_cast<int64_t>(bytes),
+                            options_.max_model_len, input_name);
 }
 
 void OpenAiService::check_model(const std::string& requested) const {
@@ -67,13 +157,14 @@ void OpenAiService::check_model(const std::string& requested) const {
 }
 
 void OpenAiService::install(HttpServer& server) {
+  server.set_header_check([this](const HttpRequest& head) { return check_header(head); });
   server.route("POST", "/v1/chat/completions",
                [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
-                 chat_completions(req, std::move(w));
+                 offload(req, std::move(w), &OpenAiService::chat_completions);
                });
   server.route("POST", "/v1/completions",
                [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
-                 completions(req, std::move(w));
+                 offload(req, std::move(w), &OpenAiService::completions);
                });
   server.route("GET", "/v1/models", [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
     models(req, std::move(w));
@@ -104,6 +195,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
     chat.add_generation_prompt = true;
     chat.enable_thinking = r.enable_thinking;
     std::string rendered = render_qwen3_chat(r.messages, r.tools, chat);
+    check_prompt_bytes(rendered.size(), "messages");
     std::vector<int32_t> prompt = tokenizer_.encode(rendered);
     const int64_t max_tokens = resolve_max_tokens(r.options, static_cast<int64_t>(prompt.size()),
                                                   options_.max_model_len, "messages");
@@ -136,6 +228,7 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
       check_prompt_token_ids(r.prompt_token_ids, config_.vocab_size);
       prompt = std::move(r.prompt_token_ids);
     } else {
+      check_prompt_bytes(r.prompt_text->size(), "prompt");
       prompt = tokenizer_.encode(*r.prompt_text);
     }
     if (prompt.empty()) throw_api_error(invalid_request_error("prompt is empty", "prompt"));

@@ -1,10 +1,13 @@
 #pragma once
 // The OpenAI-compatible routes of `paceline serve`, wired to the engine: parse and validate,
 // render the chat template, tokenize, submit, and stream the engine's tokens back as SSE chunks
-// (or one JSON body). Runs on the HTTP threads; the engine's callbacks only format and post.
+// (or one JSON body). The I/O thread runs only the cheap checks (the API key and the queue, on
+// the header, before the body is read); the generation routes run on RequestWorkers. The
+// engine's callbacks only format and post.
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -12,6 +15,7 @@
 #include "model/config.h"
 #include "model/tokenizer.h"
 #include "server/http_server.h"
+#include "server/request_workers.h"
 
 namespace paceline {
 
@@ -23,18 +27,31 @@ struct OpenAiServiceOptions {
   int64_t max_waiting = 4096;  // requests beyond running + waiting get 503
   int64_t max_num_seqs = 256;
   std::string version;
+  int request_threads = 2;  // bulk threads of RequestWorkers (the small-body lane has its own)
 };
 
 class OpenAiService {
  public:
   OpenAiService(OpenAiServiceOptions options, const ModelConfig& config, const Tokenizer& tokenizer,
                 Engine& engine, MetricsRegistry& metrics);
-  // Adds every route (and the 404/405 answers) to the server.
+  ~OpenAiService();  // stop_workers()
+  // Adds every route (and the 404/405 answers, and the header check) to the server.
   void install(HttpServer& server);
+  // Requests not yet prepared get 503; those being prepared finish (and reach the engine).
+  void stop_workers();
 
  private:
+  using Route = void (OpenAiService::*)(const HttpRequest&, std::shared_ptr<ResponseWriter>);
+  std::optional<HttpRejection> check_header(const HttpRequest& head) const;
+  bool key_ok(const HttpRequest& req) const;
+  bool queue_full(int64_t preparing_self) const;
   bool authorized(const HttpRequest& req, ResponseWriter& w) const;
   bool admit(ResponseWriter& w);
+  // Runs `route` on a worker after the cheap checks.
+  void offload(const HttpRequest& req, std::shared_ptr<ResponseWriter> w, Route route);
+  // The prompt's tokens are at least bytes / max_token_bytes: too many bytes fail the context
+  // check before the (much slower) tokenize.
+  void check_prompt_bytes(size_t bytes, const char* input_name) const;
   void chat_completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void models(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
@@ -46,7 +63,10 @@ class OpenAiService {
   Engine& engine_;
   MetricsRegistry& metrics_;
   int64_t created_;
-  std::atomic<uint64_t> next_seed_{1};
+  // Seeds response and tool-call ids; random per process, so two servers never share ids.
+  std::atomic<uint64_t> next_seed_;
+  size_t max_token_bytes_ = 1;  // the longest token's bytes, special tokens included
+  std::unique_ptr<RequestWorkers> workers_;
 };
 
 }  // namespace paceline

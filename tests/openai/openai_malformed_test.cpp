@@ -1,5 +1,6 @@
 // Malformed and invalid requests: each one is answered with the right status and names the
 // offending field in `param`, so a client can tell what to fix.
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,10 @@ std::vector<Case> cases() {
        kJson, 400, ""},
       {"text/plain", "chat", chat(""), "text/plain", 400, ""},
       {"form content type", "chat", chat(""), "application/x-www-form-urlencoded", 400, ""},
-      {"no content type", "chat", chat(""), "", 400, ""},
+      {"stream_options without stream", "chat", chat(R"(,"stream_options":{"include_usage":true})"),
+       kJson, 400, "stream_options"},
+      {"stream_options with stream false", "completions",
+       completion(R"(,"stream":false,"stream_options":{})"), kJson, 400, "stream_options"},
       {"messages missing", "chat", R"({"model":"m"})", kJson, 400, "messages"},
       {"messages empty", "chat", R"({"messages":[]})", kJson, 400, "messages"},
       {"messages a string", "chat", R"({"messages":"hi"})", kJson, 400, "messages"},
@@ -183,6 +187,38 @@ TEST(OpenAiMalformed, DeepNestingIsRejectedNotRecursedInto) {
   ApiError error = error_of({"", "chat", body, kJson, 0, ""});
   EXPECT_EQ(error.status, 400);
   EXPECT_NE(error.message.find("deeper"), std::string::npos) << error.message;
+}
+
+// The parse is linear in the body: an ordered_json object used to look every new key up among
+// the ones before it (n^2/2 comparisons), and the depth-limit callback made arrays of objects
+// super-linear. 200k members and 200k small objects each parse in well under a second, and a
+// repeated key still keeps its last value, as nlohmann's own parser does.
+TEST(OpenAiMalformed, WideObjectsAndManySmallObjectsParseInLinearTime) {
+  std::string keys = R"({"messages":[{"role":"user","content":"hi"}],"x":{)";
+  for (int i = 0; i < 200000; ++i) keys += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
+  keys += "}}";
+  std::string objects = R"({"messages":[{"role":"user","content":"hi"}],"x":[)";
+  for (int i = 0; i < 200000; ++i) objects += i ? ",{\"a\":1}" : "{\"a\":1}";
+  objects += "]}";
+  for (const std::string* body : {&keys, &objects}) {
+    auto t0 = std::chrono::steady_clock::now();
+    parse_chat_completion_request(*body, kJson);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 1.0) << body->size() << " bytes";
+  }
+  ChatCompletionRequest r = parse_chat_completion_request(
+      R"({"max_tokens":3,"messages":[{"role":"user","content":"hi"}],"max_tokens":5})", kJson);
+  EXPECT_EQ(r.options.max_tokens, 5);
+  // Many members (the hash-map path) with one key repeated at the end.
+  std::string wide = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3)";
+  for (int i = 0; i < 50; ++i) wide += ",\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  ChatCompletionRequest w = parse_chat_completion_request(wide + R"(,"max_tokens":9})", kJson);
+  EXPECT_EQ(w.options.max_tokens, 9);
+}
+
+TEST(OpenAiMalformed, MissingContentTypeIsReadAsJson) {
+  EXPECT_NO_THROW(parse_chat_completion_request(chat(""), ""));
+  EXPECT_NO_THROW(parse_completion_request(completion(""), ""));
 }
 
 TEST(OpenAiMalformed, UnsupportedPenaltyMessageSaysUnsupported) {

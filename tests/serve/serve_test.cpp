@@ -256,18 +256,6 @@ TEST(ServeDelayer, AnIntervalAloneTurnsTheDelayerOnAndLogsItsLine) {
   EXPECT_EQ(off.startup_log().find("PrefillDelayer initialized"), std::string::npos);
 }
 
-// Runs the binary with `args` (from the source folder), returning its exit status and output.
-std::pair<int, std::string> run_paceline(const std::string& args) {
-  const std::string cmd =
-      std::string("cd ") + PACELINE_SOURCE_DIR + " && " + PACELINE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe)) out += buf;
-  const int status = pipe != nullptr ? pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 TEST(ServeStepLog, EveryStepIsLoggedAndAProfileFitsToThem) {
   const std::string dir = ::testing::TempDir();
   const std::string log = dir + "paceline-serve-steps.jsonl";

@@ -8,13 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace paceline::testing {
@@ -104,6 +107,36 @@ inline HttpReply raw_exchange(int port, const std::string& bytes, bool half_clos
   return parse_reply(raw);
 }
 
+// Raw bytes in, every byte the server sent back out, and whether it closed the connection
+// within `timeout` (false: it kept the connection open, waiting for more).
+struct RawExchange {
+  std::string raw;
+  bool closed = false;
+};
+inline RawExchange raw_exchange_within(int port, const std::string& bytes,
+                                       std::chrono::milliseconds timeout) {
+  RawExchange out;
+  int fd = connect_to(port);
+  if (fd < 0) return out;
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  send_all(fd, bytes);
+  char buf[65536];
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+      out.closed = true;
+      break;
+    }
+    if (n < 0) break;  // the receive timeout: still open
+    out.raw.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 inline HttpReply http(int port, const std::string& method, const std::string& path,
                       const std::string& body = "",
                       std::map<std::string, std::string> headers = {{"Content-Type",
@@ -125,6 +158,19 @@ inline std::vector<std::string> sse_payloads(const std::string& body) {
     pos = end;
   }
   return out;
+}
+
+// Runs the binary with `args` (from the source folder), returning its exit status and output;
+// killed after `timeout_s` (status 124), so a command that should have failed cannot hang.
+inline std::pair<int, std::string> run_paceline(const std::string& args, int timeout_s = 600) {
+  const std::string cmd = std::string("cd ") + PACELINE_SOURCE_DIR + " && timeout " +
+                          std::to_string(timeout_s) + " " + PACELINE_BINARY + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe)) out += buf;
+  const int status = pipe != nullptr ? pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 class ServerProcess {
@@ -164,6 +210,8 @@ class ServerProcess {
     drainer_ = std::thread([this] {
       char buf[4096];
       while (fgets(buf, sizeof(buf), log_)) {
+        std::lock_guard lock(log_mutex_);
+        if (later_.size() < (size_t{1} << 20)) later_ += buf;
       }
     });
   }
@@ -178,9 +226,19 @@ class ServerProcess {
   int port() const { return port_; }
   // What the server printed up to its "listening on" line.
   const std::string& startup_log() const { return output_; }
+  // What it printed after that line (its first MiB), so far.
+  std::string later_log() {
+    std::lock_guard lock(log_mutex_);
+    return later_;
+  }
+  pid_t pid() const { return pid_; }
   // Sends SIGTERM and returns the exit status (-1 when it did not exit within the timeout).
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(30)) {
     kill(pid_, SIGTERM);
+    return wait_exit(timeout);
+  }
+  // The exit status once the process ends (-1 when it did not within the timeout).
+  int wait_exit(std::chrono::seconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
@@ -198,6 +256,8 @@ class ServerProcess {
   int port_ = 0;
   FILE* log_ = nullptr;
   std::string output_;
+  std::mutex log_mutex_;
+  std::string later_;
   std::thread drainer_;
 };
 

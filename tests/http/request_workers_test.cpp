@@ -1,0 +1,77 @@
+// RequestWorkers: a small body is prepared while the bulk threads are busy with huge ones, and
+// jobs still queued at stop() are told so instead of being dropped.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "server/request_workers.h"
+
+namespace paceline {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RequestWorkers, ASmallBodyIsNotQueuedBehindBusyBulkThreads) {
+  RequestWorkers workers(/*bulk_threads=*/2, /*small_bytes=*/1024);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  auto hold = [&](bool) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return release; });
+  };
+  for (int i = 0; i < 4; ++i) workers.post(size_t{30} << 20, hold);  // both bulk threads stuck
+  std::promise<void> ran;
+  workers.post(100, [&](bool shutting_down) {
+    EXPECT_FALSE(shutting_down);
+    ran.set_value();
+  });
+  EXPECT_EQ(ran.get_future().wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(workers.pending(), 4u);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+}
+
+TEST(RequestWorkers, StopRunsQueuedJobsAsShuttingDown) {
+  RequestWorkers workers(1, 1024);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> cancelled{0}, ran{0};
+  auto job = [&](bool shutting_down) {
+    if (shutting_down) {
+      ++cancelled;
+      return;
+    }
+    ++ran;
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return release; });
+  };
+  workers.post(size_t{1} << 20, job);  // runs on the bulk thread and waits
+  workers.post(10, job);               // runs on the small lane and waits
+  std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 3; ++i) workers.post(size_t{1} << 20, job);  // queued
+  std::thread stopper([&] { workers.stop(); });
+  std::this_thread::sleep_for(100ms);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  stopper.join();
+  EXPECT_EQ(ran, 2);
+  EXPECT_EQ(cancelled, 3);
+  workers.post(10, job);  // after stop: answered at once
+  EXPECT_EQ(cancelled, 4);
+  EXPECT_EQ(workers.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace paceline
