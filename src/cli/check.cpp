@@ -209,6 +209,7 @@ int run_check(const CheckOptions& o) {
   }
   co.gpu_memory_utilization = o.model.gpu_memory_utilization;
   co.enforce_eager = o.model.enforce_eager;
+  co.fp8_kv_cache = wants_fp8_kv_cache(o.model);
   co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
   CudaExecutor executor(config, *weights, co);
 

@@ -45,6 +45,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                  "are kept there and loaded back instead of recomputed (0: off)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "KV cache element type: auto (bfloat16 on cuda, float32 on the CPU), bf16, or fp8 "
+                 "(cuda: e4m3, unscaled; twice the tokens in the same memory)")
+      ->check(CLI::IsMember({"auto", "bf16", "bfloat16", "fp8", "fp8_e4m3"}))
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's memory for weights, activations and the KV cache "
                  "(ignored with --kv-cache-memory)")
@@ -80,6 +85,10 @@ int64_t parse_byte_size(const std::string& text, const std::string& flag) {
   if (!(bytes > 0) || !std::isfinite(bytes) || bytes > 9e18)
     fail("{}: '{}' is out of range", flag, text);
   return static_cast<int64_t>(bytes);
+}
+
+bool wants_fp8_kv_cache(const ModelOptions& o) {
+  return o.kv_cache_dtype == "fp8" || o.kv_cache_dtype == "fp8_e4m3";
 }
 
 namespace {
@@ -151,6 +160,7 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const Loaded
   co.max_num_batched_tokens = engine.max_num_batched_tokens;
   co.max_model_len = engine.max_model_len;
   co.host_kv_bytes = kv_offloading_bytes(o.kv_offloading_size);
+  co.fp8_kv_cache = wants_fp8_kv_cache(o);
   // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
   co.cudagraph_sizes =
       engine.cudagraph_capture_sizes.empty()
@@ -198,6 +208,10 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
                                         [[maybe_unused]] const SchedulerConfig& engine) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Executor> executor;
+  if (o.device != "cuda" && o.kv_cache_dtype != "auto") {
+    fail("--kv-cache-dtype {}: only the CUDA executor chooses its KV element type (the {} "
+         "executor keeps float32 KV)", o.kv_cache_dtype, o.device);
+  }
   if (o.device == "null") {
     // Only the KV shape matters to the scheduler; no memory is taken.
     executor = std::make_unique<NullExecutor>(kv_cache_shape_for(o, m.config), m.config.vocab_size,

@@ -23,6 +23,7 @@ struct ModelOptions {
   std::string device = "cpu";           // cpu | cuda
   std::string kv_cache_memory = "";     // bytes with optional K/M/G suffix; default per device
   double kv_offloading_size = 0;        // GiB of host memory for the KV tier; 0: none
+  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp8 (cuda: e4m3); auto: the executor's own
   double gpu_memory_utilization = 0.9;  // cuda: fraction of the GPU for weights, activations, KV
   bool enforce_eager = false;           // cuda: no CUDA graphs
   int64_t block_size = 16;
@@ -50,6 +51,9 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& options, const Loade
 // --kv-offloading-size in bytes, checked against the memory this machine has available now
 // (paceline::Error naming both when it is larger).
 int64_t kv_offloading_bytes(double gib);
+
+// Whether --kv-cache-dtype asks for the CUDA executor's FP8 (e4m3) KV cache.
+bool wants_fp8_kv_cache(const ModelOptions& options);
 
 // "512M", "2G", "1048576" -> bytes; paceline::Error naming `flag` on anything else.
 int64_t parse_byte_size(const std::string& text, const std::string& flag);

@@ -44,7 +44,11 @@ SimSetup prepare(const SimOptions& o) {
   if (!router) fail("--router: '{}' is not one of session, round-robin, least-loaded", o.router);
   s.router = *router;
   s.model = model_config_load(o.model);
-  s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization);
+  const int64_t kv_element_bytes = o.kv_cache_dtype == "fp8"    ? 1
+                                   : o.kv_cache_dtype == "bf16" ? 2
+                                                                : 0;
+  s.profile =
+      sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization, kv_element_bytes);
   const std::optional<sim::StepNoiseMode> noise = sim::step_noise_mode_from_name(o.step_noise);
   if (!noise) fail("--step-noise: '{}' is not one of auto, none, replay", o.step_noise);
   s.step_noise = sim::resolve_step_noise(*noise, *s.profile.cost, o.profile);
@@ -141,6 +145,7 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"block_size", sc.block_size},
       {"num_kv_blocks", sc.num_kv_blocks},
       {"kv_offloading_size_gib", o.kv_offloading_size},
+      {"kv_cache_dtype", o.kv_cache_dtype},
       {"num_host_kv_blocks", sc.num_host_kv_blocks},
       {"host_kv_bandwidth_gbps", o.host_kv_bandwidth},
       {"max_model_len", sc.max_model_len},
@@ -252,6 +257,11 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
                  "KV cache bytes, e.g. 64G (default: from the profile)");
+  cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "KV element type: auto (the profile's), bf16, or fp8 (1 byte: twice the tokens, "
+                 "half the bytes attention reads in a roofline profile)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
+      ->capture_default_str();
   cmd.add_option("--kv-offloading-size", o.kv_offloading_size,
                  "GiB of host memory for a second KV tier (vLLM's flag; 0: off)")
       ->capture_default_str();

@@ -19,6 +19,8 @@ struct SimOptions {
   std::string profile = "h200";    // named GPU roofline, or a profile file
   int64_t block_size = 16;
   std::string kv_cache_memory;  // default: from the profile
+  // auto: the profile's KV element type; bf16 or fp8 (1 byte) override a roofline profile's.
+  std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
   double kv_offloading_size = 0;     // GiB of host KV tier (vLLM's --kv-offloading-size); 0: none
   // GB/s each way; H200 pinned cudaMemcpyAsync of 2.36 MB blocks, both ways at once: 46.1

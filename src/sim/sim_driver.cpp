@@ -31,7 +31,7 @@ std::string kv_dtype_of(int64_t element_bytes) {
     case 2:
       return "bfloat16";
     case 1:
-      return "fp8";
+      return "fp8_e4m3";
     default:
       return fmt::format("{} bytes", element_bytes);
   }

@@ -51,9 +51,14 @@ nlohmann::json roofline_profile_json(const GpuSpec& gpu) {
 }
 
 SimProfile load_sim_profile(const std::string& name_or_path, const ModelConfig& model,
-                            double gpu_memory_utilization) {
+                            double gpu_memory_utilization, int64_t kv_element_bytes) {
+  auto with_kv = [&](GpuSpec g) {
+    if (kv_element_bytes > 0) g.kv_element_bytes = kv_element_bytes;
+    return g;
+  };
   if (is_named_gpu(name_or_path)) {
-    return roofline(name_or_path, gpu_spec_named(name_or_path), model, gpu_memory_utilization);
+    return roofline(name_or_path, with_kv(gpu_spec_named(name_or_path)), model,
+                    gpu_memory_utilization);
   }
   const fs::path path = resolve_profile_file(name_or_path);
   const nlohmann::json j = read_json(path);
@@ -61,7 +66,7 @@ SimProfile load_sim_profile(const std::string& name_or_path, const ModelConfig& 
   const std::string type = j.is_object() ? j.value("type", "") : "";
   if (type == "roofline") {
     if (!j.contains("gpu")) fail("{}: a roofline profile needs 'gpu'", where);
-    return roofline(name_or_path, gpu_spec_from_json(j["gpu"], where), model,
+    return roofline(name_or_path, with_kv(gpu_spec_from_json(j["gpu"], where)), model,
                     gpu_memory_utilization);
   }
   if (type != "measured") fail("{}: 'type' must be \"roofline\" or \"measured\"", where);
@@ -69,6 +74,10 @@ SimProfile load_sim_profile(const std::string& name_or_path, const ModelConfig& 
   if (table.model != model.name) {
     fail("{}: measured on model '{}', but the simulated model is '{}' (pass --model {})", where,
          table.model, model.name, table.model);
+  }
+  if (kv_element_bytes > 0 && kv_element_bytes != table.kv_element_bytes) {
+    fail("{}: measured with {}-byte KV elements; --kv-cache-dtype asks for {} (measure a profile "
+         "with that KV cache)", where, table.kv_element_bytes, kv_element_bytes);
   }
   SimProfile p;
   p.name = name_or_path;

@@ -30,7 +30,9 @@ nlohmann::json roofline_profile_json(const GpuSpec& gpu);
 
 // Resolves `name_or_path`: a named GPU, a file, or a shipped profile configs/profiles/<name>.json.
 // A measured profile must have been measured on `model`. Throws paceline::Error.
+// kv_element_bytes > 0 sets a roofline profile's KV element size (--kv-cache-dtype: its
+// capacity and the bytes attention reads); a measured profile must have been measured with it.
 SimProfile load_sim_profile(const std::string& name_or_path, const ModelConfig& model,
-                            double gpu_memory_utilization);
+                            double gpu_memory_utilization, int64_t kv_element_bytes = 0);
 
 }  // namespace paceline::sim

@@ -331,5 +331,19 @@ TEST(ServeShutdown, SigtermDrainsAndExitsZero) {
   client.join();
 }
 
+// Only the CUDA executor chooses its KV element type: the CPU and null executors keep float32
+// KV, so asking them for FP8 is an error at startup, not a silently different run.
+TEST(ServeStartup, KvCacheDtypeFp8IsRefusedOffTheGpu) {
+  for (const char* device : {"cpu", "null"}) {
+    auto [status, out] = run_paceline(std::string("serve --model tiny --device ") + device +
+                                      " --kv-cache-dtype fp8 --port 0");
+    EXPECT_NE(status, 0) << out;
+    EXPECT_NE(out.find("--kv-cache-dtype fp8: only the CUDA executor"), std::string::npos) << out;
+  }
+  auto [status, out] = run_paceline("serve --model tiny --kv-cache-dtype fp9 --port 0");
+  EXPECT_NE(status, 0) << out;
+  EXPECT_NE(out.find("--kv-cache-dtype"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace paceline::testing

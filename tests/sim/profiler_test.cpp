@@ -101,6 +101,50 @@ TEST(SimProfile, NamesAGpuOrAFileMeasuredOnTheSameModel) {
   std::filesystem::remove_all(dir);
 }
 
+// --kv-cache-dtype fp8 in the simulator: a roofline profile with 1-byte KV elements has the same
+// KV memory (so twice the tokens) and a long-context decode reads half the KV bytes; a measured
+// profile must have been measured with that KV element size.
+TEST(SimProfile, Fp8KvHalvesTheRooflinesKvBytesAndIsCheckedAgainstAMeasuredTable) {
+  const ModelConfig m = model_config_load("qwen3-8b");
+  const SimProfile bf16 = load_sim_profile("h200", m, 0.9);
+  const SimProfile fp8 = load_sim_profile("h200", m, 0.9, 1);
+  EXPECT_EQ(fp8.kv_element_bytes, 1);
+  EXPECT_EQ(fp8.kv_cache_bytes, bf16.kv_cache_bytes);
+  EXPECT_EQ(fp8.json["gpu"]["kv_element_bytes"], 1);
+  StepWork decode;
+  decode.kind = ForwardKind::kDecode;
+  decode.num_seqs = 16;
+  decode.tokens = 16;
+  decode.logit_rows = 16;
+  decode.context = decode.attention = 16 * 32768;
+  const double t_bf16 = static_cast<double>(bf16.cost->step_time_ns(decode));
+  const double t_fp8 = static_cast<double>(fp8.cost->step_time_ns(decode));
+  // 16 x 32k tokens of bf16 KV (77 GB) dominate the weights (16 GB): fp8 saves about 38 GB.
+  EXPECT_LT(t_fp8, 0.7 * t_bf16);
+  EXPECT_GT(t_fp8, 0.4 * t_bf16);
+
+  const auto dir = std::filesystem::temp_directory_path() / "paceline_sim_profile_fp8_test";
+  std::filesystem::create_directories(dir);
+  ProfileTable table;
+  table.model = "qwen3-tiny";
+  table.kv_cache_bytes = 1 << 20;
+  table.kv_element_bytes = 4;
+  table.points = {{ForwardKind::kPrefill, 1, 16, 16, 136, 1, 100.0},
+                  {ForwardKind::kDecode, 1, 1, 17, 17, 1, 50.0}};
+  const auto measured_file = (dir / "measured.json").string();
+  std::ofstream(measured_file) << profile_table_to_json(table).dump();
+  const ModelConfig tiny = model_config_load("tiny");
+  EXPECT_EQ(load_sim_profile(measured_file, tiny, 0.9, 4).kv_element_bytes, 4);
+  try {
+    load_sim_profile(measured_file, tiny, 0.9, 1);
+    ADD_FAILURE() << "a float32 table accepted for fp8 KV";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measured with 4-byte KV elements"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // configs/profiles/h200.json is what `paceline profile --roofline h200` writes: the shipped file
 // and the built-in figures cannot drift apart.
 TEST(SimProfile, TheShippedH200FileIsTheBuiltInRoofline) {

@@ -24,7 +24,7 @@ namespace decode {
 
 // 168 registers for the production shape (ptxas, CUDA 13.0): three blocks per SM, as many as
 // its shared memory allows. A bound of three blocks made ptxas spill.
-template <int HD, int WARPS, int STAGES>
+template <int HD, int WARPS, int STAGES, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   using L = HeadLayout<HD>;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* staging = smem;
-  int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES>());
+  int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES, FP8>());
   int4* info = reinterpret_cast<int4*>(prefix + prefix_ints(num_rows));
 
   const int kv_heads = shape.num_kv_heads;
@@ -47,7 +47,10 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
   // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
   const float q_scale = rsqrtf(static_cast<float>(HD)) * 1.4426950408889634f;
+  // bf16: this warp's stage s is at my_stage + s * WARPS * kTileWords. FP8: my_stage is the warp's
+  // widened tile, and its raw stages follow every warp's widened tile.
   uint32_t* my_stage = staging + warp * L::kTileWords;
+  uint32_t* my_raw = staging + WARPS * L::kTileWords + warp * STAGES * raw_tile_words<HD>();
   // Rows without keys (padding) get zeros, as the rest of the forward expects finite values.
   for (int pr = blockIdx.x; pr < num_rows; pr += gridDim.x) {
     if (info[pr].y > 0) continue;
@@ -84,9 +87,14 @@ __global__ void __launch_bounds__(WARPS * 32)
     // `from + k`.
     auto issue = [&](int j, int stage, int slot, int from) {
       if (j >= my_tiles) return;
-      copy_tile<HD>(my_stage + stage * WARPS * L::kTileWords, lane, cache.k + head_off,
-                    cache.v + head_off, kv_size,
-                    [&](int key) { return __shfl_sync(kFull, slot, from + key); });
+      auto slot_from = [&](int key) { return __shfl_sync(kFull, slot, from + key); };
+      if constexpr (FP8) {
+        copy_tile_fp8<HD>(my_raw + stage * raw_tile_words<HD>(), lane, cache.k8 + head_off,
+                          cache.v8 + head_off, kv_size, slot_from);
+      } else {
+        copy_tile<HD>(my_stage + stage * WARPS * L::kTileWords, lane, cache.k + head_off,
+                      cache.v + head_off, kv_size, slot_from);
+      }
     };
 
     // Prologue: the first STAGES - 1 tiles, two tiles' slots per load of the block table.
@@ -127,6 +135,11 @@ __global__ void __launch_bounds__(WARPS * 32)
       cp_async_commit();
       if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
       const uint32_t* st = my_stage + (j % STAGES) * WARPS * L::kTileWords;
+      if constexpr (FP8) {
+        widen_tile<HD>(my_raw + (j % STAGES) * raw_tile_words<HD>(), my_stage, lane);
+        __syncwarp();  // every lane's widened chunks are in place
+        st = my_stage;
+      }
       const int tb = k0 + (warp + j * WARPS) * 16;
       tile_update<HD>(st, lane, tb, k_end, qa, m_run, l_run, acc);
     }
@@ -161,19 +174,19 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int HD, int WARPS, int STAGES>
+template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
                    float* partial_ml, bf16* out, cudaStream_t stream) {
-  auto kernel = decode_kernel<HD, WARPS, STAGES>;
+  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      smem_bytes<HD, WARPS, STAGES>(kMaxRowsPerLaunch));
+      smem_bytes<HD, WARPS, STAGES, FP8>(kMaxRowsPerLaunch));
   if (configured != cudaSuccess) return configured;
   const int64_t head_stride = static_cast<int64_t>(shape.num_heads) * splits.max_splits;
   for (int first = 0; first < num_rows; first += kMaxRowsPerLaunch) {
     const int n = std::min(kMaxRowsPerLaunch, num_rows - first);
-    const int smem = smem_bytes<HD, WARPS, STAGES>(n);
+    const int smem = smem_bytes<HD, WARPS, STAGES, FP8>(n);
     const int blocks = persistent_blocks(reinterpret_cast<const void*>(kernel), WARPS * 32, smem,
                                          static_cast<int64_t>(n) * shape.num_kv_heads *
                                              splits.max_splits);
@@ -215,6 +228,16 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
   using decode::kStages;
   using decode::kWarps;
   using decode::launch;
+  if (cache.fp8()) {
+    switch (shape.head_dim) {
+      case 16: return launch<16, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 32: return launch<32, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 64: return launch<64, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 128: return launch<128, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 256: return launch<256, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      default: return cudaErrorInvalidValue;
+    }
+  }
   switch (shape.head_dim) {
     case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
     case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
@@ -230,7 +253,9 @@ cudaError_t launch_attention_decode_variant(int warps, int stages, const float* 
                                             AttentionShape shape, RowInputs in, LayerCache cache,
                                             float* partial_acc, float* partial_ml, bf16* out,
                                             cudaStream_t stream) {
-  if (!decode::valid(shape, splits) || shape.head_dim != 128) return cudaErrorInvalidValue;
+  if (!decode::valid(shape, splits) || shape.head_dim != 128 || cache.fp8()) {
+    return cudaErrorInvalidValue;  // the pipeline-shape study is of the bf16 cache only
+  }
   if (num_rows <= 0) return cudaGetLastError();
   using decode::launch;
   switch (warps * 10 + stages) {

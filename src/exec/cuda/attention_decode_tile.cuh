@@ -5,6 +5,7 @@
 
 #include "exec/cuda/attention_decode.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/kv_fp8.cuh"
 
 namespace paceline::cuda::decode {
 
@@ -14,14 +15,22 @@ constexpr int kMaxRowsPerLaunch = 512;  // bounds the row table in shared memory
 constexpr int kMaxKvHeads = 64;
 constexpr unsigned kFull = 0xffffffffu;
 
-template <int HD, int WARPS, int STAGES>
+// An FP8 cache's tile as copied: K and V each [16 keys][HD] bytes, unswizzled (half a bf16 tile).
+template <int HD>
+constexpr int raw_tile_words() {
+  return HeadLayout<HD>::kTileWords / 2;
+}
+// bf16: STAGES tiles per warp. FP8: STAGES raw tiles per warp, and one bf16 tile per warp that
+// the raw tile in turn is widened into for the tensor cores.
+template <int HD, int WARPS, int STAGES, bool FP8 = false>
 constexpr int staging_words() {
-  return STAGES * WARPS * HeadLayout<HD>::kTileWords;
+  return FP8 ? WARPS * HeadLayout<HD>::kTileWords + STAGES * WARPS * raw_tile_words<HD>()
+             : STAGES * WARPS * HeadLayout<HD>::kTileWords;
 }
 __host__ __device__ constexpr int prefix_ints(int rows) { return (rows + 1 + 3) / 4 * 4; }
-template <int HD, int WARPS, int STAGES>
+template <int HD, int WARPS, int STAGES, bool FP8 = false>
 constexpr int smem_bytes(int rows) {
-  return 4 * staging_words<HD, WARPS, STAGES>() + 4 * prefix_ints(rows) + 16 * rows;
+  return 4 * staging_words<HD, WARPS, STAGES, FP8>() + 4 * prefix_ints(rows) + 16 * rows;
 }
 
 // Each row's (row, context, block-table offset) into info and the start of its items into
@@ -83,6 +92,49 @@ __device__ __forceinline__ void copy_tile(uint32_t* st, int lane, const bf16* k_
     cp_async<16>(smem_address(st + 16 * L::kRowWords + key * L::kRowWords +
                               (chunk ^ L::v_swizzle(key)) * 4),
                  v_head + at);
+  }
+}
+
+// An FP8 cache's copy of a tile into `raw` ([16][HD] bytes of K, then of V): 16-byte copies,
+// HD / 16 per key, consecutive lanes on consecutive chunks (whole lines per key, as above).
+// Every lane takes part in every slot_of shuffle.
+template <int HD, typename SlotOf>
+__device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uint8_t* k_head,
+                                              const uint8_t* v_head, int64_t kv_size,
+                                              SlotOf slot_of) {
+  constexpr int kChunks = HD / 16;  // per key row
+  constexpr int kTotal = 16 * kChunks;
+  constexpr int kRowWords = HD / 4;
+#pragma unroll
+  for (int it = 0; it < (kTotal + 31) / 32; ++it) {
+    const int i = it * 32 + lane;
+    const int key = min(i / kChunks, 15);
+    const int chunk = i % kChunks;
+    const int64_t at = static_cast<int64_t>(slot_of(key)) * kv_size + chunk * 16;
+    if (i < kTotal) {
+      cp_async<16>(smem_address(raw + key * kRowWords + chunk * 4), k_head + at);
+      cp_async<16>(smem_address(raw + 16 * kRowWords + key * kRowWords + chunk * 4), v_head + at);
+    }
+  }
+}
+
+// Widens a warp's raw FP8 tile into the bf16 tile layout tile_update reads (the same swizzled
+// chunks copy_tile writes), exactly: every e4m3 value is a bf16 value.
+template <int HD>
+__device__ __forceinline__ void widen_tile(const uint32_t* raw, uint32_t* st, int lane) {
+  using L = HeadLayout<HD>;
+  constexpr int kChunks = HD / 16;
+  constexpr int kRawRowWords = HD / 4;
+  for (int i = lane; i < 2 * 16 * kChunks; i += 32) {
+    const int region = i / (16 * kChunks);  // 0: K, 1: V
+    const int key = (i % (16 * kChunks)) / kChunks;
+    const int c16 = i % kChunks;
+    const uint4 r = *reinterpret_cast<const uint4*>(raw + region * 16 * kRawRowWords +
+                                                    key * kRawRowWords + c16 * 4);
+    const int sw = region == 0 ? L::k_swizzle(key) : L::v_swizzle(key);
+    uint32_t* row = st + region * 16 * L::kRowWords + key * L::kRowWords;
+    *reinterpret_cast<uint4*>(row + ((2 * c16) ^ sw) * 4) = fp8x8_to_bf16x8(make_uint2(r.x, r.y));
+    *reinterpret_cast<uint4*>(row + ((2 * c16 + 1) ^ sw) * 4) = fp8x8_to_bf16x8(make_uint2(r.z, r.w));
   }
 }
 

@@ -6,6 +6,7 @@
 // (attention_prefill_mma.cu) does not take, and the reference it was checked against
 // (PACELINE_PREFILL_ATTENTION=simt forces it).
 #include "exec/cuda/attention_prefill_mma.cuh"
+#include "exec/cuda/kv_fp8.cuh"
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 
@@ -99,8 +100,13 @@ __global__ void __launch_bounds__(kWarps * 32)
         const int key = base + j;
         const int64_t slot = static_cast<int64_t>(blocks[key / bs]) * bs + key % bs;
         const int64_t at = slot * kv_size + kv_head * hd + d;
-        kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(cache.k + at));
-        vf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(cache.v + at));
+        if (cache.fp8()) {
+          kf = fp8x2_to_float2(*reinterpret_cast<const uint16_t*>(cache.k8 + at));
+          vf = fp8x2_to_float2(*reinterpret_cast<const uint16_t*>(cache.v8 + at));
+        } else {
+          kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(cache.k + at));
+          vf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(cache.v + at));
+        }
       }
       k_s[j * (HD + 1) + d] = kf.x;
       k_s[j * (HD + 1) + d + 1] = kf.y;

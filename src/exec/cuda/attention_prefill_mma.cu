@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "exec/cuda/attention_prefill_mma.cuh"
+#include "exec/cuda/kv_fp8.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -106,8 +107,13 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (key <= last_pos) {
         const int64_t slot = static_cast<int64_t>(blocks[key / bs]) * bs + key % bs;
         const int64_t at = slot * kv_size + kv_head * HD + d;
-        kv = *reinterpret_cast<const uint4*>(cache.k + at);
-        vv = *reinterpret_cast<const uint4*>(cache.v + at);
+        if (cache.fp8()) {  // eight e4m3 bytes widened to the same eight bf16
+          kv = fp8x8_to_bf16x8(*reinterpret_cast<const uint2*>(cache.k8 + at));
+          vv = fp8x8_to_bf16x8(*reinterpret_cast<const uint2*>(cache.v8 + at));
+        } else {
+          kv = *reinterpret_cast<const uint4*>(cache.k + at);
+          vv = *reinterpret_cast<const uint4*>(cache.v + at);
+        }
       }
       *reinterpret_cast<uint4*>(&k_s[j * kStride + d]) = kv;
       *reinterpret_cast<uint4*>(&v_s[j * kStride + d]) = vv;

@@ -99,12 +99,11 @@ namespace {
 constexpr int64_t kEagerDecodeRows = 1024;
 constexpr int64_t kEagerLogitRows = 1024;
 constexpr int kSampleRowsPerLaunch = 256;  // 311 MB of sampler scratch at a 152k vocabulary
-constexpr int64_t kKvElementBytes = 2;     // the KV cache is bfloat16
 
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
   const ModelConfig& c = model.config();
-  const int64_t block_bytes = c.kv_bytes_per_token(kKvElementBytes) * o.block_size;
+  const int64_t block_bytes = c.kv_bytes_per_token(o.fp8_kv_cache ? 1 : 2) * o.block_size;
   int64_t bytes = 0;
   if (o.kv_cache_bytes) {
     bytes = *o.kv_cache_bytes;
@@ -154,7 +153,7 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   }
   const int64_t graph_rows = sizes.empty() ? 0 : sizes.back();
-  m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows));
+  m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows), options.fp8_kv_cache);
 
   const KvCacheShape kv = m.model.kv_cache_shape();
   if (options.host_kv_bytes > 0) {
@@ -186,11 +185,12 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
     spdlog::info("cuda: captured {} decode CUDA graphs (batch {}..{}) in {:.2f} s", sizes.size(),
                  sizes.front(), sizes.back(), seconds);
   }
-  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks of {} tokens ({:.2f} GiB)",
+  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks of {} tokens ({:.2f} GiB, {})",
                config.name, cuda_device_description(),
                static_cast<double>(m.model.weight_bytes()) / (1 << 30), kv.num_blocks,
                kv.block_size,
-               static_cast<double>(kv.num_blocks * m.model.kv_bytes_per_block()) / (1 << 30));
+               static_cast<double>(kv.num_blocks * m.model.kv_bytes_per_block()) / (1 << 30),
+               m.model.kv_fp8() ? "fp8_e4m3" : "bfloat16");
 }
 
 CudaExecutor::~CudaExecutor() = default;
@@ -198,8 +198,8 @@ CudaExecutor::~CudaExecutor() = default;
 ExecutorCapabilities CudaExecutor::capabilities() const {
   ExecutorCapabilities x;
   x.kv = impl_->model.kv_cache_shape();
-  x.kv_dtype = "bfloat16";
-  x.kv_element_bytes = kKvElementBytes;
+  x.kv_dtype = impl_->model.kv_fp8() ? "fp8_e4m3" : "bfloat16";
+  x.kv_element_bytes = impl_->model.kv_element_bytes();
   x.graph_sizes = impl_->graphs->sizes();
   x.max_num_batched_tokens = impl_->options.max_num_batched_tokens;
   x.num_host_kv_blocks = impl_->host_tier ? impl_->host_tier->num_blocks() : 0;

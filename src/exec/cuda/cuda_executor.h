@@ -32,6 +32,9 @@ struct CudaExecutorOptions {
   // Bytes of pinned host memory for the host KV tier (--kv-offloading-size); 0: none. The
   // executor divides it by its own block size (its KV element size) and reports the blocks.
   int64_t host_kv_bytes = 0;
+  // --kv-cache-dtype fp8: the KV cache in FP8 e4m3 (1 byte per element, unscaled) instead of
+  // bfloat16; twice the blocks in the same memory, half the bytes each decode step reads.
+  bool fp8_kv_cache = false;
 };
 
 // Whether a CUDA device is present and usable (false in a build without CUDA).
@@ -46,7 +49,8 @@ class CudaExecutor final : public Executor {
   ~CudaExecutor() override;
 
   StepResult execute(const StepPlan& plan) override;
-  // A bfloat16 KV cache, the graphs captured at startup, activations for max_num_batched_tokens.
+  // The KV cache (bfloat16 or fp8_e4m3), the graphs captured at startup, activations for
+  // max_num_batched_tokens.
   ExecutorCapabilities capabilities() const override;
 
   // The float32 logits of the last executed plan's logit rows, [rows][vocab] (copied back; for

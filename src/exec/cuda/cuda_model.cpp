@@ -35,13 +35,14 @@ AttentionShape CudaModel::attention_shape() const {
 }
 
 int64_t CudaModel::kv_bytes_per_block() const {
-  return config_.kv_bytes_per_token(2) * kv_shape_.block_size;
+  return config_.kv_bytes_per_token(kv_element_bytes()) * kv_shape_.block_size;
 }
 
-void CudaModel::allocate_kv_cache(KvCacheShape shape) {
+void CudaModel::allocate_kv_cache(KvCacheShape shape, bool fp8) {
   kv_shape_ = shape;
-  const auto bytes = static_cast<size_t>(config_.kv_bytes_per_token(2) * shape.block_size *
-                                         shape.num_blocks);
+  kv_fp8_ = fp8;
+  const auto bytes = static_cast<size_t>(config_.kv_bytes_per_token(kv_element_bytes()) *
+                                         shape.block_size * shape.num_blocks);
   kv_cache_ = DeviceBuffer(bytes);
   // Zeros, so that a bug reading an unwritten slot gives a wrong answer, never NaN from noise.
   PACELINE_CUDA_CHECK(cudaMemset(kv_cache_.as<void>(), 0, bytes));
@@ -51,8 +52,9 @@ KvBlockLayout CudaModel::kv_block_layout() const {
   const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
   KvBlockLayout l;
   l.base = kv_cache_.as<char>();
-  l.plane_pitch = static_cast<size_t>(layer_elems) * sizeof(bf16);
-  l.chunk_bytes = static_cast<size_t>(kv_shape_.block_size * config_.kv_size()) * sizeof(bf16);
+  const auto element = static_cast<size_t>(kv_element_bytes());
+  l.plane_pitch = static_cast<size_t>(layer_elems) * element;
+  l.chunk_bytes = static_cast<size_t>(kv_shape_.block_size * config_.kv_size()) * element;
   l.planes = 2 * config_.num_hidden_layers;
   l.num_blocks = kv_shape_.num_blocks;
   return l;
@@ -61,8 +63,13 @@ KvBlockLayout CudaModel::kv_block_layout() const {
 LayerCache CudaModel::layer_cache(int64_t layer) const {
   const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
   LayerCache c;
-  c.k = kv_cache_.as<bf16>() + 2 * layer * layer_elems;
-  c.v = c.k + layer_elems;
+  if (kv_fp8_) {
+    c.k8 = kv_cache_.as<uint8_t>() + 2 * layer * layer_elems;
+    c.v8 = c.k8 + layer_elems;
+  } else {
+    c.k = kv_cache_.as<bf16>() + 2 * layer * layer_elems;
+    c.v = c.k + layer_elems;
+  }
   c.block_size = static_cast<int>(kv_shape_.block_size);
   return c;
 }

@@ -46,8 +46,11 @@ class CudaModel {
   int64_t weight_bytes() const { return weights_.bytes; }
   AttentionShape attention_shape() const;
 
-  void allocate_kv_cache(KvCacheShape shape);
+  // fp8: e4m3 elements (1 byte) instead of bfloat16 (2).
+  void allocate_kv_cache(KvCacheShape shape, bool fp8 = false);
   KvCacheShape kv_cache_shape() const { return kv_shape_; }
+  bool kv_fp8() const { return kv_fp8_; }
+  int64_t kv_element_bytes() const { return kv_fp8_ ? 1 : 2; }
   int64_t kv_bytes_per_block() const;
   // Where each block's K and V planes lie in the cache (the host tier's copies).
   KvBlockLayout kv_block_layout() const;
@@ -65,8 +68,9 @@ class CudaModel {
   Gemm gemm_;
   DeviceBuffer inv_freq_;  // f32 [head_dim / 2], with the llama3 or YaRN scaling applied
   float rope_scale_ = 1.0f;  // YaRN's attention factor on cos and sin (1 otherwise)
-  DeviceBuffer kv_cache_;  // bf16 [layers][K, V][slots][kv_heads][head_dim]
+  DeviceBuffer kv_cache_;  // bf16 or e4m3 [layers][K, V][slots][kv_heads][head_dim]
   KvCacheShape kv_shape_;
+  bool kv_fp8_ = false;
 };
 
 }  // namespace paceline::cuda

@@ -22,11 +22,16 @@ struct RowInputs {
 };
 
 // The paged KV cache of one layer: K and V each [slots][kv_heads][head_dim], slot = block *
-// block_size + offset.
+// block_size + offset. Either bfloat16 (k, v) or FP8 e4m3 (k8, v8; --kv-cache-dtype fp8), stored
+// unscaled (a scale of 1, vLLM's default for a checkpoint without calibrated k/v scales): the
+// kernels write and read whichever pair is set.
 struct LayerCache {
   bf16* k = nullptr;
   bf16* v = nullptr;
   int block_size = 16;
+  uint8_t* k8 = nullptr;
+  uint8_t* v8 = nullptr;
+  __host__ __device__ bool fp8() const { return k8 != nullptr; }
 };
 
 struct AttentionShape {

@@ -4,6 +4,7 @@
 // i + head_dim / 2.
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/kv_fp8.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -43,10 +44,9 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
   const int half = hd / 2;
   const float pos = static_cast<float>(in.positions[row]);
   const int64_t slot = in.slots[row];
-  bf16* k_dst = nullptr;
-  if (!is_q && slot >= 0) {
-    k_dst = cache.k + slot * kv_size + (head - shape.num_heads) * hd;
-  }
+  const bool fp8 = cache.fp8();
+  const int64_t k_at = slot * kv_size + (head - shape.num_heads) * hd;
+  const bool store_k = !is_q && slot >= 0;
   for (int i = lane; i < half; i += 32) {
     const float angle = inv_freq[i] * pos;  // float32 product, as Hugging Face computes it
     // Hugging Face: cos and sin times the attention scaling (YaRN), rounded to float32.
@@ -59,16 +59,23 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
     if (is_q) {
       x[i] = o1;
       x[half + i] = o2;
-    } else if (k_dst != nullptr) {
-      k_dst[i] = __float2bfloat16(o1);
-      k_dst[half + i] = __float2bfloat16(o2);
+    } else if (store_k && fp8) {
+      cache.k8[k_at + i] = to_fp8(o1);
+      cache.k8[k_at + half + i] = to_fp8(o2);
+    } else if (store_k) {
+      cache.k[k_at + i] = __float2bfloat16(o1);
+      cache.k[k_at + half + i] = __float2bfloat16(o2);
     }
   }
   if (!is_q && slot >= 0) {
     const int kv_head = head - shape.num_heads;
     const float* v = row_qkv + q_size + kv_size + kv_head * hd;
-    bf16* v_dst = cache.v + slot * kv_size + kv_head * hd;
-    for (int d = lane; d < hd; d += 32) v_dst[d] = __float2bfloat16(v[d]);
+    const int64_t v_at = slot * kv_size + kv_head * hd;
+    if (fp8) {
+      for (int d = lane; d < hd; d += 32) cache.v8[v_at + d] = to_fp8(v[d]);
+    } else {
+      for (int d = lane; d < hd; d += 32) cache.v[v_at + d] = __float2bfloat16(v[d]);
+    }
   }
 }
 
