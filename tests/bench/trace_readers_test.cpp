@@ -192,6 +192,33 @@ TEST(AgentxReader, ErrorsNameFileAndField) {
   EXPECT_THROW(parse_agentx_session(top, "bad.json"), Error);
 }
 
+// Found by fuzz/agentx_trace_fuzz.cpp: the ceil of in / block_size was in + block_size - 1,
+// which overflows (UBSan aborts; elsewhere it wrapped into a negative "expected" count).
+TEST(AgentxReader, HugeNumbersAreRejectedWithoutOverflow) {
+  auto doc = nlohmann::json::parse(R"({
+    "id": "x", "models": ["m"], "block_size": 64, "hash_id_scope": "local",
+    "tool_tokens": 0, "system_tokens": 0,
+    "requests": [{"t": 0.0, "type": "n", "model": "m", "in": 9223372036854775807, "out": 5,
+                  "hash_ids": [], "input_types": [], "output_types": [], "stop": ""}]})");
+  try {
+    parse_agentx_session(doc, "big.json");
+    FAIL() << "accepted in=INT64_MAX without its hash ids";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "big.json: requests[0].hash_ids: 0 ids for in=9223372036854775807 with "
+                 "block_size 64: expected 144115188075855871 or 144115188075855872");
+  }
+  doc["block_size"] = INT64_MAX;
+  doc["requests"][0]["in"] = 10;
+  doc["requests"][0]["hash_ids"] = {1};
+  try {
+    parse_agentx_session(doc, "big.json");
+    FAIL() << "accepted block_size INT64_MAX";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "big.json: block_size: 9223372036854775807 is not in [1, 1048576]");
+  }
+}
+
 TEST(AgentxReader, SubagentKeepsEveryField) {
   auto sessions = load_agentx(kTraces + "/agentx/trace_0010.json");
   ASSERT_EQ(sessions.size(), 1u);
