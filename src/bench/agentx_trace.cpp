@@ -133,7 +133,7 @@ std::vector<AgentxSession> load_agentx(const std::string& path) {
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       fail("{}: not valid JSON: {}", p.string(), e.what());
     }
     sessions.push_back(parse_agentx_session(doc, p.filename().string()));

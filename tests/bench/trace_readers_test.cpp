@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -311,6 +312,27 @@ TEST(MooncakeReader, ReadsSessionExtensionsAndNamesLines) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("x.jsonl:9: not valid JSON", 0), 0u) << e.what();
   }
+}
+
+// Found by fuzz/mooncake_trace_fuzz.cpp: a number too large for a double is an out_of_range from
+// the JSON parser, not a parse_error, and it escaped the readers without the file and line.
+TEST(TraceReaders, ANumberBeyondDoubleIsAnErrorNamingTheLine) {
+  try {
+    parse_mooncake_line(R"({"timestamp": 1e999, "input_length": 1, "output_length": 1})",
+                        "x.jsonl:3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("x.jsonl:3: not valid JSON", 0), 0u) << e.what();
+  }
+  auto file = std::filesystem::temp_directory_path() / "paceline_agentx_1e999.json";
+  std::ofstream(file) << R"({"id": "x", "block_size": 1e999})";
+  try {
+    load_agentx(file.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": not valid JSON", 0), 0u) << e.what();
+  }
+  std::filesystem::remove(file);
 }
 
 }  // namespace
