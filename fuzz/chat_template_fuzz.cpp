@@ -64,7 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto it = doc.find(key);
     return it == doc.end() ? none : *it;
   };
-  if (field("enable_thinking").is_boolean()) options.enable_thinking = field("enable_thinking").get<bool>();
+  if (field("enable_thinking").is_boolean()) {
+    options.enable_thinking = field("enable_thinking").get<bool>();
+  }
   if (field("add_generation_prompt").is_boolean()) {
     options.add_generation_prompt = field("add_generation_prompt").get<bool>();
   }
