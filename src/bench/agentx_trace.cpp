@@ -13,6 +13,10 @@ namespace paceline::bench {
 
 namespace {
 
+// Far above any KV block size (16 to 512 tokens in practice); larger values are typos or attacks,
+// and would overflow the block arithmetic of the replayer and the transforms.
+constexpr int64_t kMaxBlockSize = int64_t{1} << 20;
+
 AgentxRequest parse_request(const JsonFields& f, int64_t block_size) {
   AgentxRequest r;
   r.t = f.number("t");
@@ -34,8 +38,9 @@ AgentxRequest parse_request(const JsonFields& f, int64_t block_size) {
   if (r.api_time && !(*r.api_time >= 0)) f.fail_field("api_time", "must be >= 0");
   if (r.ttft && !(*r.ttft >= 0)) f.fail_field("ttft", "must be >= 0");
   // The recorder hashes full blocks only (floor); accept ceil too, for traces that hash the tail.
+  // (Ceil without in + block_size - 1, which overflows for a hostile `in`.)
   int64_t full = r.in / block_size;
-  int64_t all = (r.in + block_size - 1) / block_size;
+  int64_t all = full + (r.in % block_size != 0 ? 1 : 0);
   auto n = static_cast<int64_t>(r.hash_ids.size());
   if (n != full && n != all) {
     f.fail_field("hash_ids",
@@ -100,8 +105,8 @@ AgentxSession parse_agentx_session(const nlohmann::json& doc, const std::string&
   s.id = f.string("id");
   s.models = f.strings("models");
   s.block_size = f.integer("block_size");
-  if (s.block_size <= 0) {
-    f.fail_field("block_size", fmt::format("{} is not positive", s.block_size));
+  if (s.block_size <= 0 || s.block_size > kMaxBlockSize) {
+    f.fail_field("block_size", fmt::format("{} is not in [1, {}]", s.block_size, kMaxBlockSize));
   }
   s.hash_id_scope = f.string("hash_id_scope");
   s.tool_tokens = f.integer("tool_tokens");
@@ -124,7 +129,7 @@ AgentxSession read_session_file(const std::filesystem::path& p) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     fail("{}: not valid JSON: {}", p.string(), e.what());
   }
   return parse_agentx_session(doc, p.filename().string());

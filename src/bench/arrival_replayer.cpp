@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "bench/marker.h"
 #include "bench/rng.h"
+#include "bench/wait_ns.h"
 
 namespace paceline::bench {
 
@@ -19,7 +20,7 @@ ArrivalReplayer::ArrivalReplayer(const std::vector<MooncakeRecord>& records,
 }
 
 int64_t ArrivalReplayer::scaled_ns(double ms) const {
-  return static_cast<int64_t>(std::llround(ms * config_.time_scale * 1e6));
+  return wait_ns_from(ms * config_.time_scale * 1e6);
 }
 
 void ArrivalReplayer::arm(int64_t at_ns, int64_t record) {

@@ -16,7 +16,7 @@ MooncakeRecord parse_mooncake_line(const std::string& line, const std::string& w
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     fail("{}: not valid JSON: {}", where, e.what());
   }
   JsonFields f(doc, where);

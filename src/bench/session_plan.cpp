@@ -4,12 +4,12 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "bench/wait_ns.h"
 
 namespace paceline::bench {
 
 int64_t gap_to_wait_ns(double gap_s, int64_t cap_ns) {
-  if (!(gap_s > 0)) return 0;
-  auto ns = static_cast<int64_t>(std::llround(gap_s * 1e9));
+  const int64_t ns = wait_ns_from(gap_s * 1e9);
   return cap_ns > 0 ? std::min(ns, cap_ns) : ns;
 }
 

@@ -46,7 +46,7 @@ struct SessionPlan {
 };
 
 // A recorded gap in seconds as a replay wait: negative gaps become 0, long ones the cap
-// (cap_ns <= 0: no cap).
+// (cap_ns <= 0: no cap, and a gap beyond bench::kFarFutureNs waits that long).
 int64_t gap_to_wait_ns(double gap_s, int64_t cap_ns);
 
 // The start window: t* = (lo + (hi - lo) * u) * duration with u uniform in [0, 1); the first turn

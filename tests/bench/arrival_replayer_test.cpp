@@ -29,6 +29,21 @@ MooncakeRecord record(std::optional<double> ts, int64_t in, int64_t out,
   return r;
 }
 
+// Found with fuzz/agentx_trace_fuzz.cpp's twin bug in the session plan: a timestamp beyond int64
+// nanoseconds (1e300 ms passes the reader: finite and >= 0) was rounded to INT64_MIN and sent
+// at once; it belongs at the far end of the run.
+TEST(ArrivalReplay, ATimestampBeyondInt64IsFarFutureNotNow) {
+  std::vector<MooncakeRecord> records = {record(0, 600, 2), record(1e300, 700, 2)};
+  VirtualClock clock;
+  ScriptedTransport transport(clock, [](const RequestSpec&) { return Reply{}; });
+  ArrivalReplayConfig config;
+  config.duration_ns = 10 * kSec;
+  ArrivalReplayer replayer(records, config, transport);
+  run_virtual(replayer, transport, clock);
+  ASSERT_EQ(transport.sent().size(), 1u);  // the far one is never due within the run
+  EXPECT_EQ(replayer.log().records()[0].start_ns, 0);
+}
+
 TEST(ArrivalReplay, SendsAtTheScaledTimestampsEvenWhenTheServerIsSlow) {
   std::vector<MooncakeRecord> records = {record(0, 600, 2), record(0, 700, 2), record(1000, 100, 1),
                                          record(2500, 1100, 3)};

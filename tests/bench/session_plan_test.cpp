@@ -2,8 +2,11 @@
 // idle cap, the start window, and where subagents start and are joined.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "base/error.h"
 #include "bench/session_plan.h"
+#include "bench/wait_ns.h"
 #include "scripted_transport.h"
 #include "session_builder.h"
 
@@ -51,6 +54,17 @@ TEST(SessionIdleCap, CutsALongGapToTheCap) {
   EXPECT_EQ(plan_session(s, 0, 0).streams[0].turns[1].gap_ns, 1000 * kSec);  // cap off
   EXPECT_EQ(gap_to_wait_ns(12.5, 10 * kSec), 10 * kSec);
   EXPECT_EQ(gap_to_wait_ns(-3, 10 * kSec), 0);
+}
+
+// Found by fuzz/agentx_trace_fuzz.cpp: a gap beyond int64 nanoseconds (t = 1e300 in a trace) was
+// rounded by llround to INT64_MIN, a negative wait that the cap did not catch, so the turn went
+// out at once instead of after the cap.
+TEST(SessionIdleCap, AGapBeyondInt64IsCutToTheCapNotSentAtOnce) {
+  EXPECT_EQ(gap_to_wait_ns(1e300, kCap300), kCap300);
+  EXPECT_EQ(gap_to_wait_ns(1e300, 0), kFarFutureNs);
+  EXPECT_EQ(gap_to_wait_ns(std::nan(""), kCap300), 0);
+  AgentxSession s = session("s", {turn(0, 1), turn(1e300, 1)});
+  EXPECT_EQ(plan_session(s, 0, kCap300).streams[0].turns[1].gap_ns, kCap300);
 }
 
 TEST(StartWindow, PicksTheFirstTurnAtOrAfterTStar) {

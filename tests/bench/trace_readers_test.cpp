@@ -195,6 +195,33 @@ TEST(AgentxReader, ErrorsNameFileAndField) {
   EXPECT_THROW(parse_agentx_session(top, "bad.json"), Error);
 }
 
+// Found by fuzz/agentx_trace_fuzz.cpp: the ceil of in / block_size was in + block_size - 1,
+// which overflows (UBSan aborts; elsewhere it wrapped into a negative "expected" count).
+TEST(AgentxReader, HugeNumbersAreRejectedWithoutOverflow) {
+  auto doc = nlohmann::json::parse(R"({
+    "id": "x", "models": ["m"], "block_size": 64, "hash_id_scope": "local",
+    "tool_tokens": 0, "system_tokens": 0,
+    "requests": [{"t": 0.0, "type": "n", "model": "m", "in": 9223372036854775807, "out": 5,
+                  "hash_ids": [], "input_types": [], "output_types": [], "stop": ""}]})");
+  try {
+    parse_agentx_session(doc, "big.json");
+    FAIL() << "accepted in=INT64_MAX without its hash ids";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "big.json: requests[0].hash_ids: 0 ids for in=9223372036854775807 with "
+                 "block_size 64: expected 144115188075855871 or 144115188075855872");
+  }
+  doc["block_size"] = INT64_MAX;
+  doc["requests"][0]["in"] = 10;
+  doc["requests"][0]["hash_ids"] = {1};
+  try {
+    parse_agentx_session(doc, "big.json");
+    FAIL() << "accepted block_size INT64_MAX";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "big.json: block_size: 9223372036854775807 is not in [1, 1048576]");
+  }
+}
+
 TEST(AgentxReader, SubagentKeepsEveryField) {
   auto sessions = load_agentx(kTraces + "/agentx/trace_0010.json");
   ASSERT_EQ(sessions.size(), 1u);
@@ -393,6 +420,27 @@ TEST(MooncakeReader, ReadsSessionExtensionsAndNamesLines) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("x.jsonl:9: not valid JSON", 0), 0u) << e.what();
   }
+}
+
+// Found by fuzz/mooncake_trace_fuzz.cpp: a number too large for a double is an out_of_range from
+// the JSON parser, not a parse_error, and it escaped the readers without the file and line.
+TEST(TraceReaders, ANumberBeyondDoubleIsAnErrorNamingTheLine) {
+  try {
+    parse_mooncake_line(R"({"timestamp": 1e999, "input_length": 1, "output_length": 1})",
+                        "x.jsonl:3");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("x.jsonl:3: not valid JSON", 0), 0u) << e.what();
+  }
+  auto file = std::filesystem::temp_directory_path() / "paceline_agentx_1e999.json";
+  std::ofstream(file) << R"({"id": "x", "block_size": 1e999})";
+  try {
+    load_agentx(file.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": not valid JSON", 0), 0u) << e.what();
+  }
+  std::filesystem::remove(file);
 }
 
 }  // namespace
