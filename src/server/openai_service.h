@@ -9,11 +9,14 @@
 
 #include "engine/engine.h"
 #include "engine/metrics.h"
+#include "model/chat_template.h"
 #include "model/config.h"
 #include "model/tokenizer.h"
 #include "server/http_server.h"
 
 namespace paceline {
+
+struct ChatCompletionRequest;
 
 struct OpenAiServiceOptions {
   std::string served_model_name;
@@ -23,6 +26,7 @@ struct OpenAiServiceOptions {
   int64_t max_waiting = 4096;  // requests beyond running + waiting get 503
   int64_t max_num_seqs = 256;
   std::string version;
+  std::shared_ptr<const ChatTemplate> chat_template;  // none: chat completions answer 400
 };
 
 class OpenAiService {
@@ -36,6 +40,7 @@ class OpenAiService {
   bool authorized(const HttpRequest& req, ResponseWriter& w) const;
   bool admit(ResponseWriter& w);
   void chat_completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
+  std::string render_chat(const ChatCompletionRequest& r) const;
   void completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void models(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void check_model(const std::string& requested) const;
