@@ -162,7 +162,7 @@ bool contains(const Value& container, const Value& item) {
     return false;
   }
   if (container.is_dict()) return item.is_string() && container.find(item.str()) != nullptr;
-  require_defined(container);
+  if (container.is_undefined()) return false;  // Jinja's undefined iterates as empty
   template_fail("argument of type '" + container.type_name() + "' is not iterable");
 }
 

@@ -114,6 +114,9 @@ TEST(Jinja, Operators) {
             "TrueTrueTrueTrue");
   EXPECT_EQ(render("{{ 1 == 1.0 }}{{ [1] + [2] }}{{ 'ab' * 2 }}{{ 0 or '' or 'c' }}{{ 1 and 'b' }}"),
             "True[1, 2]ababcb");
+  EXPECT_EQ(render("{{ 'a' in nothing }}{{ 'a' not in nothing }}{{ nothing | length }}"
+                   "{% for x in nothing %}x{% endfor %}"),
+            "FalseTrue0");
   EXPECT_EQ(render("{{ not none is none }}{{ (1, 2)[1] }}{{ 'a' < 'b' }}{{ 2 >= 3 }}"),
             "False2TrueFalse");
 }

@@ -38,7 +38,8 @@ TEST(Loading, AutoOnAFolderWithoutWeightsSaysHowToAskForDummyWeights) {
 TEST(Loading, VocabularySmallerThanTheTokenizersIsAnErrorAtStartup) {
   ModelFolder scratch("small-vocab");
   // 512 tokens of vocabulary, real weights, and (by default) the Qwen3 tokenizer's 151,669 ids.
-  ProcessResult r = run(scratch, {"serve", "--model", "tests/fixtures/models/qwen3-tiny-random", "--port", "0"});
+  const std::string model = (kSourceDir / "tests/fixtures/models/qwen3-tiny-random").string();
+  ProcessResult r = run(scratch, {"serve", "--model", model, "--port", "0"});
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.errors, HasSubstr("has 151669 tokens but the model qwen3-tiny-random only 512"));
   EXPECT_THAT(r.errors, HasSubstr("--tokenizer"));
