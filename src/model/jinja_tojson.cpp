@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "base/json_escape.h"
 #include "model/chat_tojson.h"
 #include "model/jinja_builtins.h"
