@@ -1,7 +1,9 @@
 // libFuzzer target over the OpenAI request layer: a body is parsed as both a chat and a
 // completions request. Parsing must either succeed or throw ApiException, never anything else
-// (which would be a 500, or a crash). An accepted chat request must render with the chat
-// template, and the text parsers must give the same result streamed in pieces as whole.
+// (which would be a 500, or a crash). An accepted chat request must render with the Qwen3 chat
+// template (third_party/qwen3-tokenizer, run by the Jinja interpreter) or be refused with
+// paceline::Error (a 400), and the text parsers must give the same result streamed in pieces as
+// whole.
 // Built and run by scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "model/chat_template.h"
 #include "server/openai_error.h"
 #include "server/openai_request.h"
@@ -91,9 +94,15 @@ void fuzz_chat(std::string_view body) {
     check_error_json(e.error());
     return;
   }
+  static const ChatTemplate qwen3 = *ChatTemplate::from_tokenizer_folder("third_party/qwen3-tokenizer");
   ChatTemplateOptions options;
   options.enable_thinking = request.enable_thinking;
-  std::string prompt = render_qwen3_chat(request.messages, request.tools, options);
+  std::string prompt;
+  try {
+    prompt = qwen3.render(request.messages, request.tools, options);
+  } catch (const Error&) {
+    return;  // the template refused these messages: a 400
+  }
   try {
     int64_t max_tokens =
         resolve_max_tokens(request.options, static_cast<int64_t>(prompt.size() / 4), 4096);

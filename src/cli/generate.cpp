@@ -38,7 +38,11 @@ int run_generate(const GenerateOptions& o) {
     ChatTemplateOptions chat;
     chat.add_generation_prompt = true;
     chat.enable_thinking = o.enable_thinking;
-    text = render_qwen3_chat(messages, nullptr, chat);
+    if (!m.chat_template) {
+      fail("the model has no chat template: pass --chat-template FILE, or --raw to send the "
+           "prompt as is");
+    }
+    text = m.chat_template->render(messages, nullptr, chat);
   }
   std::vector<int32_t> prompt = m.tokenizer->encode(text);
 

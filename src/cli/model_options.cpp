@@ -31,7 +31,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--seed", o.seed, "seed for dummy weights and default sampling")
       ->capture_default_str();
   cmd.add_option("--tokenizer", o.tokenizer,
-                 "tokenizer.json or its folder (default: the Qwen3 tokenizer fetched by setup)");
+                 "tokenizer.json or its folder (default: the model folder's, else the tokenizer "
+                 "of the model's family fetched by setup: Qwen3 or Llama-3.1)");
+  cmd.add_option("--chat-template", o.chat_template,
+                 "Jinja chat template file (default: the tokenizer folder's tokenizer_config.json "
+                 "chat_template, or its chat_template.jinja)");
   cmd.add_option("--device", o.device,
                  "cpu | cuda | null (null: zero-cost executor for measuring the server's own "
                  "overhead; tokens are meaningless)")
@@ -93,9 +97,15 @@ bool wants_fp8_kv_cache(const ModelOptions& o) {
 
 namespace {
 
-std::string default_tokenizer_path() {
-  if (auto p = find_resource("third_party/qwen3-tokenizer/tokenizer.json")) return p->string();
-  fail("no tokenizer found: pass --tokenizer, or run scripts/setup to fetch the Qwen3 tokenizer");
+// The tokenizer scripts/setup fetches for the model's family: the shipped Qwen3 and Llama-3.x
+// configs then serve with their own vocabulary and chat template.
+std::string default_tokenizer_path(const ModelConfig& config) {
+  const bool llama = config.arch == ModelArch::kLlama;
+  const std::string folder = llama ? "third_party/llama3_1-tokenizer" : "third_party/qwen3-tokenizer";
+  if (auto p = find_resource(folder + "/tokenizer.json")) return p->string();
+  fail("no tokenizer found for {} ({}): pass --tokenizer, or run scripts/setup to fetch the {} "
+       "tokenizer",
+       config.name, model_arch_name(config.arch), llama ? "Llama-3.1" : "Qwen3");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -137,13 +147,55 @@ KvCacheShape kv_cache_shape_for(const ModelOptions& o, const ModelConfig& config
   return kv;
 }
 
+// `auto` reads the weights of a Hugging Face folder; a config file or a shipped name has none
+// to read and gets dummy ones. A folder without weights is an error rather than a silent
+// random model.
 std::string weight_format(const ModelOptions& o) {
   if (o.load_format != "auto") return o.load_format;
   const fs::path dir(o.model);
-  return fs::is_directory(dir) && (fs::exists(dir / "model.safetensors") ||
-                                   fs::exists(dir / "model.safetensors.index.json"))
-             ? "safetensors"
-             : "dummy";
+  if (!fs::is_directory(dir)) return "dummy";
+  if (fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json")) {
+    return "safetensors";
+  }
+  fail("--model {}: the folder has no weights (model.safetensors or "
+       "model.safetensors.index.json); pass --load-format dummy to run it with random weights",
+       o.model);
+}
+
+// A tokenizer that does not belong to the model produces wrong text: ids the model has no
+// embedding for, or end-of-sequence ids that are ordinary words to the tokenizer.
+void check_tokenizer_fits(const ModelConfig& config, const Tokenizer& tokenizer) {
+  if (tokenizer.vocab_size() > config.vocab_size) {
+    fail("the tokenizer ({}) has {} tokens but the model {} only {} (vocab_size): its ids past "
+         "{} have no embedding, so the model cannot read or write them; pass the model's own "
+         "tokenizer with --tokenizer",
+         tokenizer.source(), tokenizer.vocab_size(), config.name, config.vocab_size,
+         config.vocab_size - 1);
+  }
+  for (int64_t id : config.eos_token_ids) {
+    if (id >= tokenizer.vocab_size()) continue;  // a padding row of the embedding: never text
+    const auto token = static_cast<int32_t>(id);
+    if (!tokenizer.is_special(token) && !tokenizer.is_added(token)) {
+      fail("the model {} ends sequences at eos_token_id {}, which the tokenizer ({}) reads as the "
+           "ordinary token '{}': the tokenizer does not belong to this model; pass its own with "
+           "--tokenizer",
+           config.name, id, tokenizer.source(), tokenizer.id_to_token(token));
+    }
+  }
+}
+
+std::shared_ptr<const ChatTemplate> load_chat_template(const ModelOptions& o,
+                                                       const std::string& tokenizer_path) {
+  if (!o.chat_template.empty()) {
+    return std::make_shared<const ChatTemplate>(ChatTemplate::from_file(o.chat_template, tokenizer_path));
+  }
+  std::optional<ChatTemplate> t = ChatTemplate::from_tokenizer_folder(tokenizer_path);
+  if (!t) {
+    spdlog::warn("no chat template beside {}: chat requests will be refused; pass --chat-template FILE",
+                 tokenizer_path);
+    return nullptr;
+  }
+  return std::make_shared<const ChatTemplate>(std::move(*t));
 }
 
 #if PACELINE_HAVE_CUDA
@@ -184,13 +236,12 @@ LoadedModel load_model(const ModelOptions& o) {
     fs::path folder = fs::is_directory(o.model) ? fs::path(o.model) : fs::path();
     tok_path = !folder.empty() && fs::exists(folder / "tokenizer.json")
                    ? (folder / "tokenizer.json").string()
-                   : default_tokenizer_path();
+                   : default_tokenizer_path(m.config);
   }
   m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_file(tok_path));
-  if (m.tokenizer->vocab_size() > m.config.vocab_size) {
-    spdlog::warn("tokenizer has {} tokens, the model's vocabulary {}: ids beyond it are invalid",
-                 m.tokenizer->vocab_size(), m.config.vocab_size);
-  }
+  check_tokenizer_fits(m.config, *m.tokenizer);
+  m.chat_template = load_chat_template(o, tok_path);
+  if (m.chat_template) spdlog::info("chat template: {}", m.chat_template->origin());
   if (o.device == "null") {
     spdlog::info("model {}: no weights for the null executor, loaded in {:.2f} s", m.config.name,
                  seconds_since(t0));

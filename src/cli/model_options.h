@@ -8,6 +8,7 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "model/chat_template.h"
 #include "model/config.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
@@ -19,7 +20,8 @@ struct ModelOptions {
   std::string model = "tiny";           // config JSON, HF folder, or shipped name
   std::string load_format = "auto";     // auto | safetensors | dummy
   uint64_t seed = 0;                    // dummy weights and default sampling seeds
-  std::string tokenizer;                // tokenizer.json or its folder; default: the Qwen3 files
+  std::string tokenizer;                // tokenizer.json or its folder; default: the model family's
+  std::string chat_template;            // a Jinja file; default: the tokenizer folder's template
   std::string device = "cpu";           // cpu | cuda
   std::string kv_cache_memory = "";     // bytes with optional K/M/G suffix; default per device
   double kv_offloading_size = 0;        // GiB of host memory for the KV tier; 0: none
@@ -35,6 +37,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& options);
 struct LoadedModel {
   ModelConfig config;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // none when the tokenizer has none
   std::unique_ptr<Weights> weights;  // none on the null device
 };
 

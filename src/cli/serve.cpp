@@ -176,6 +176,7 @@ int run_serve(const ServeOptions& o) {
   so.max_waiting = o.max_waiting;
   so.max_num_seqs = ec.scheduler.max_num_seqs;
   so.version = PACELINE_VERSION;
+  so.chat_template = m.chat_template;
   OpenAiService service(so, m.config, *m.tokenizer, engine, metrics);
 
   HttpServerOptions ho;

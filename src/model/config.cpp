@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "model/json_brief.h"
 
 namespace paceline {
@@ -248,11 +249,20 @@ void parse_rope_fields(const Fields& f, ModelConfig& c) {
   }
 }
 
-std::vector<int64_t> parse_token_ids(const Fields& f, const char* field, int64_t vocab) {
+// Token ids in [0, vocab_size). With `warn_outside`, an id at or past vocab_size is dropped with a
+// warning instead (Transformers loads such an eos_token_id; the model can never produce it).
+std::vector<int64_t> parse_token_ids(const Fields& f, const char* field, int64_t vocab,
+                                     bool warn_outside = false) {
   std::vector<int64_t> ids;
   const json* value = f.find(field);
   if (!value) return ids;
   auto check = [&](const json& id) {
+    if (warn_outside && id.is_number_integer() && id.get<int64_t>() >= vocab) {
+      spdlog::warn("{}: field '{}' holds {}, outside the vocabulary (vocab_size={}): the model "
+                   "can never produce it, so it ends no sequence",
+                   f.where(), field, id.get<int64_t>(), vocab);
+      return;
+    }
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
       fail("{}: field '{}' must hold token ids in [0, vocab_size={}), got {}", f.where(), field,
            vocab, json_brief(*value, 40));
@@ -343,7 +353,7 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
     c.max_position_embeddings = std::max(c.max_position_embeddings, stretched);
   }
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
-  c.eos_token_ids = parse_token_ids(f, "eos_token_id", c.vocab_size);
+  c.eos_token_ids = parse_token_ids(f, "eos_token_id", c.vocab_size, /*warn_outside=*/true);
   std::vector<int64_t> bos = parse_token_ids(f, "bos_token_id", c.vocab_size);
   if (bos.size() > 1) f.bad("bos_token_id", "a single token id", *f.find("bos_token_id"));
   if (!bos.empty()) c.bos_token_id = bos[0];

@@ -42,7 +42,7 @@ struct ToolChoice {
 
 struct ChatCompletionRequest {
   std::string model;  // empty when absent (the server's model is meant)
-  // Validated messages for render_qwen3_chat: objects with a known role; a content given as an
+  // Validated messages for the chat template: objects with a known role; a content given as an
   // array of {"type":"text","text":...} parts is replaced by the parts' texts joined with "".
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // null when absent or empty, else an array of tool objects

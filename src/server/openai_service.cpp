@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "base/error.h"
 #include "base/log.h"
 #include "model/chat_template.h"
 #include "server/openai_error.h"
@@ -191,10 +192,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
   guarded(*w, [&] {
     ChatCompletionRequest r = parse_chat_completion_request(req.body, req.header("content-type"));
     check_model(r.model);
-    ChatTemplateOptions chat;
-    chat.add_generation_prompt = true;
-    chat.enable_thinking = r.enable_thinking;
-    std::string rendered = render_qwen3_chat(r.messages, r.tools, chat);
+    std::string rendered = render_chat(r);
     check_prompt_bytes(rendered.size(), "messages");
     std::vector<int32_t> prompt = tokenizer_.encode(rendered);
     const int64_t max_tokens = resolve_max_tokens(r.options, static_cast<int64_t>(prompt.size()),
@@ -216,6 +214,24 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));
   });
+}
+
+// The model's own chat template (or --chat-template's), as vLLM renders it.
+std::string OpenAiService::render_chat(const ChatCompletionRequest& r) const {
+  if (!options_.chat_template) {
+    throw_api_error(invalid_request_error(
+        "this model has no chat template (its tokenizer_config.json has none); start the server "
+        "with --chat-template FILE",
+        "messages"));
+  }
+  ChatTemplateOptions chat;
+  chat.add_generation_prompt = true;
+  chat.enable_thinking = r.enable_thinking;
+  try {
+    return options_.chat_template->render(r.messages, r.tools, chat);
+  } catch (const Error& e) {
+    throw_api_error(invalid_request_error(e.what(), "messages"));
+  }
 }
 
 void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {

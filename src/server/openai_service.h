@@ -12,12 +12,15 @@
 
 #include "engine/engine.h"
 #include "engine/metrics.h"
+#include "model/chat_template.h"
 #include "model/config.h"
 #include "model/tokenizer.h"
 #include "server/http_server.h"
 #include "server/request_workers.h"
 
 namespace paceline {
+
+struct ChatCompletionRequest;
 
 struct OpenAiServiceOptions {
   std::string served_model_name;
@@ -28,6 +31,7 @@ struct OpenAiServiceOptions {
   int64_t max_num_seqs = 256;
   std::string version;
   int request_threads = 2;  // bulk threads of RequestWorkers (the small-body lane has its own)
+  std::shared_ptr<const ChatTemplate> chat_template;  // none: chat completions answer 400
 };
 
 class OpenAiService {
@@ -53,6 +57,7 @@ class OpenAiService {
   // check before the (much slower) tokenize.
   void check_prompt_bytes(size_t bytes, const char* input_name) const;
   void chat_completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
+  std::string render_chat(const ChatCompletionRequest& r) const;
   void completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void models(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void check_model(const std::string& requested) const;

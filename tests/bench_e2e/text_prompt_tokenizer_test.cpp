@@ -39,7 +39,9 @@ size_t chat_tokens(const std::string& content, std::optional<bool> thinking) {
   messages.push_back({{"role", "user"}, {"content", content}});
   ChatTemplateOptions options;
   options.enable_thinking = thinking;
-  return qwen3().encode(render_qwen3_chat(messages, nullptr, options)).size();
+  static const ChatTemplate chat =
+      *ChatTemplate::from_tokenizer_folder(PACELINE_SOURCE_DIR "/third_party/qwen3-tokenizer");
+  return qwen3().encode(chat.render(messages, nullptr, options)).size();
 }
 
 TEST(TextPromptQwen3, EveryFillerWordIsOneToken) {

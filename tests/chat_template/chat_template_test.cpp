@@ -1,6 +1,6 @@
-// The Qwen3 chat template, case by case. Every expected string was rendered by jinja2 with the
-// template from tokenizer_config.json, configured as Hugging Face transformers configures it
-// (tools/chat_template_reference.py).
+// The Qwen3 chat template (third_party/qwen3-tokenizer's tokenizer_config.json, run by the Jinja
+// interpreter), case by case. Every expected string was rendered by jinja2 with that template,
+// configured as Hugging Face transformers configures it.
 #include <string>
 
 #include <gmock/gmock.h>
@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "model/chat_message.h"
 #include "model/chat_template.h"
 
 namespace paceline {
@@ -21,7 +22,9 @@ std::string render(const char* messages, const char* tools = "null",
   ChatTemplateOptions options;
   options.add_generation_prompt = add_generation_prompt;
   options.enable_thinking = enable_thinking;
-  return render_qwen3_chat(Json::parse(messages), Json::parse(tools), options);
+  static const ChatTemplate qwen3 =
+      *ChatTemplate::from_tokenizer_folder(std::string(PACELINE_SOURCE_DIR) + "/third_party/qwen3-tokenizer");
+  return qwen3.render(Json::parse(messages), Json::parse(tools), options);
 }
 
 constexpr const char* kHi = R"([{"role": "user", "content": "Hi"}])";
@@ -137,7 +140,8 @@ TEST(ChatTemplate, ToolMessageContentPrintsAsJinjaPrintsIt) {
 }
 
 TEST(ChatTemplate, AssistantNullOrMissingContentRendersAsEmpty) {
-  // Hugging Face raises a TypeError here; paceline accepts what OpenAI clients send.
+  // Hugging Face raises a TypeError here (`'</think>' in None`); paceline renders the null or
+  // missing content as "" then, as vLLM does, since OpenAI clients send it with tool_calls.
   const std::string expected =
       "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n"
       "{\"name\": \"f\", \"arguments\": {\"x\": [1.0, 1e-05, 0.1, 1e+16, -0.0]}}\n</tool_call>"
@@ -151,8 +155,10 @@ TEST(ChatTemplate, AssistantNullOrMissingContentRendersAsEmpty) {
   }
 }
 
+// What the server checks before rendering (chat_messages_from_json), and the tools argument.
 void expect_error(const char* messages, const char* tools, const std::string& says) {
   try {
+    chat_messages_from_json(Json::parse(messages));
     render(messages, tools);
     ADD_FAILURE() << "no error for " << messages;
   } catch (const Error& e) {

@@ -175,7 +175,8 @@ inline std::pair<int, std::string> run_paceline(const std::string& args, int tim
 
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> extra_args) {
+  // `model`: what --model names (a shipped name, a config.json or a Hugging Face folder).
+  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = "tiny") {
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe");
     pid_ = fork();
@@ -183,7 +184,7 @@ class ServerProcess {
       dup2(out[1], 2);
       dup2(out[1], 1);
       close(out[0]);
-      std::vector<std::string> args = {PACELINE_BINARY, "serve", "--model", "tiny", "--port", "0",
+      std::vector<std::string> args = {PACELINE_BINARY, "serve", "--model", model, "--port", "0",
                                        "--threads", "1"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;

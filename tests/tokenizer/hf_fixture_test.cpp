@@ -1,5 +1,6 @@
-// Agreement with Hugging Face tokenizers on the cases in tests/fixtures/tokenizer/, made by
-// tools/fixtures/ with the real `tokenizers` library and the same Qwen3 tokenizer.json:
+// Agreement with Hugging Face tokenizers on the cases in tests/fixtures/tokenizer/ (Qwen3) and
+// tests/fixtures/tokenizer/llama3_1/ (Llama-3.1), made by tools/fixtures/ with the real
+// `tokenizers` library and the same tokenizer.json files as third_party/ holds:
 //   encode_cases.jsonl  {"category", "text_b64", "ids", "decoded"}: ids of
 //                       encode(bytes.decode("utf-8", "replace"), add_special_tokens=False)
 //   decode_cases.jsonl  {"ids", "text"}: decode(ids, skip_special_tokens=False)
@@ -8,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -22,9 +24,35 @@ using nlohmann::json;
 
 constexpr int kMaxReported = 10;
 
-fs::path fixture_dir() {
-  return fs::path(PACELINE_SOURCE_DIR) / "tests/fixtures/tokenizer";
-}
+struct Suite {
+  const char* name;
+  const char* fixtures;   // under tests/fixtures/
+  const char* tokenizer;  // under third_party/, fetched by scripts/setup
+};
+
+void PrintTo(const Suite& s, std::ostream* os) { *os << s.name; }
+
+const Suite kSuites[] = {
+    {"qwen3", "tokenizer", "qwen3-tokenizer"},
+    {"llama3_1", "tokenizer/llama3_1", "llama3_1-tokenizer"},
+};
+
+class HfFixture : public ::testing::TestWithParam<Suite> {
+ protected:
+  fs::path fixture_dir() const { return fs::path(PACELINE_SOURCE_DIR) / "tests/fixtures" / GetParam().fixtures; }
+
+  // Loaded once per suite: the Llama-3.1 tokenizer takes a second to read.
+  const Tokenizer& tokenizer() const {
+    static std::map<std::string, Tokenizer> loaded;
+    const Suite& s = GetParam();
+    auto it = loaded.find(s.name);
+    if (it == loaded.end()) {
+      const fs::path dir = fs::path(PACELINE_SOURCE_DIR) / "third_party" / s.tokenizer;
+      it = loaded.emplace(s.name, Tokenizer::from_file(dir.string())).first;
+    }
+    return it->second;
+  }
+};
 
 std::string base64_decode(std::string_view text) {
   auto value = [](char c) -> int {
@@ -70,9 +98,9 @@ std::string show(const std::vector<int32_t>& ids) {
   return json(ids).dump();
 }
 
-TEST(HfFixture, EncodeMatchesTokenizersExactly) {
+TEST_P(HfFixture, EncodeMatchesTokenizersExactly) {
   const fs::path path = fixture_dir() / "encode_cases.jsonl";
-  if (!fs::exists(path)) GTEST_SKIP() << path << " not generated yet (tools/fixtures/)";
+  if (!fs::exists(path)) FAIL() << path << " is missing (made by tools/fixtures/)";
   const std::vector<json> cases = read_jsonl(path);
   EXPECT_GE(cases.size(), 2000u) << "too few encode cases in " << path;
   int id_failures = 0, decode_failures = 0;
@@ -81,12 +109,12 @@ TEST(HfFixture, EncodeMatchesTokenizersExactly) {
     const std::string category = c.value("category", "?");
     const std::string text = base64_decode(c.at("text_b64").get<std::string>());
     const auto expected = c.at("ids").get<std::vector<int32_t>>();
-    const std::vector<int32_t> ids = qwen3().encode(text);
+    const std::vector<int32_t> ids = tokenizer().encode(text);
     if (ids != expected && ++id_failures <= kMaxReported) {
       ADD_FAILURE() << "case " << i << " [" << category << "] " << quoted(text)
                     << "\n  tokenizers: " << show(expected) << "\n  paceline:   " << show(ids);
     }
-    const std::string decoded = qwen3().decode(ids);
+    const std::string decoded = tokenizer().decode(ids);
     const std::string expected_decoded = c.at("decoded").get<std::string>();
     if (decoded != expected_decoded && ++decode_failures <= kMaxReported) {
       ADD_FAILURE() << "case " << i << " [" << category << "] " << quoted(text)
@@ -98,16 +126,16 @@ TEST(HfFixture, EncodeMatchesTokenizersExactly) {
   EXPECT_EQ(decode_failures, 0) << "of " << cases.size() << " encode cases (decode of encode)";
 }
 
-TEST(HfFixture, DecodeMatchesTokenizersExactly) {
+TEST_P(HfFixture, DecodeMatchesTokenizersExactly) {
   const fs::path path = fixture_dir() / "decode_cases.jsonl";
-  if (!fs::exists(path)) GTEST_SKIP() << path << " not generated yet (tools/fixtures/)";
+  if (!fs::exists(path)) FAIL() << path << " is missing (made by tools/fixtures/)";
   const std::vector<json> cases = read_jsonl(path);
   EXPECT_FALSE(cases.empty()) << path;
   int failures = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto ids = cases[i].at("ids").get<std::vector<int32_t>>();
     const std::string expected = cases[i].at("text").get<std::string>();
-    const std::string text = qwen3().decode(ids);
+    const std::string text = tokenizer().decode(ids);
     if (text != expected && ++failures <= kMaxReported) {
       ADD_FAILURE() << "case " << i << " ids " << show(ids)
                     << "\n  tokenizers: " << quoted(expected) << "\n  paceline:   " << quoted(text);
@@ -115,6 +143,9 @@ TEST(HfFixture, DecodeMatchesTokenizersExactly) {
   }
   EXPECT_EQ(failures, 0) << "of " << cases.size() << " decode cases";
 }
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, HfFixture, ::testing::ValuesIn(kSuites),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace paceline::testing

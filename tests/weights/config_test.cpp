@@ -343,6 +343,16 @@ TEST(ModelConfig, OptionalFieldsTakeTheirDefaults) {
   EXPECT_FALSE(c.rope_scaling.has_value());
 }
 
+// Transformers loads a config whose eos_token_id lies outside the vocabulary; such an id can never
+// be sampled, so it is dropped (with a warning) and the ids inside are kept.
+TEST(ModelConfig, EosTokenIdOutsideTheVocabularyIsDroppedNotRefused) {
+  json config = shipped_json("qwen3-tiny");
+  config["eos_token_id"] = json::array({200000, 151645});
+  EXPECT_EQ(parse(config).eos_token_ids, std::vector<int64_t>{151645});
+  config["eos_token_id"] = 200000;
+  EXPECT_TRUE(parse(config).eos_token_ids.empty());
+}
+
 TEST(ModelConfig, ArchitecturesStandInForAMissingModelType) {
   json config = shipped_json("llama-3.2-1b");
   config.erase("model_type");
@@ -369,7 +379,8 @@ TEST(ModelConfig, BadFieldsNameTheFileAndTheField) {
       {"more kv than heads", {{"num_key_value_heads", 8}}, "'num_key_value_heads'"},
       {"odd head_dim", {{"head_dim", 33}}, "head_dim (33) must be even"},
       {"unknown model_type", {{"model_type", "gpt2"}}, "model_type 'gpt2'"},
-      {"eos beyond vocab", {{"eos_token_id", 200000}}, "'eos_token_id'"},
+      {"negative eos", {{"eos_token_id", -1}}, "'eos_token_id'"},
+      {"eos as text", {{"eos_token_id", "</s>"}}, "'eos_token_id'"},
       {"negative eps", {{"rms_norm_eps", -1e-6}}, "'rms_norm_eps'"},
       {"rope theta as text", {{"rope_theta", "big"}}, "'rope_theta' must be a number"},
       {"yarn without its original length",
