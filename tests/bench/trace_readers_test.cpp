@@ -434,12 +434,17 @@ TEST(TraceReaders, ANumberBeyondDoubleIsAnErrorNamingTheLine) {
   }
   auto file = std::filesystem::temp_directory_path() / "paceline_agentx_1e999.json";
   std::ofstream(file) << R"({"id": "x", "block_size": 1e999})";
+  // --strict: the file's own error; without it the file is skipped with that error, counted.
   try {
-    load_agentx(file.string());
+    load_agentx(file.string(), /*strict=*/true);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": not valid JSON", 0), 0u) << e.what();
   }
+  std::vector<TraceSkip> skipped;
+  EXPECT_THROW(load_agentx(file.string(), /*strict=*/false, &skipped), Error);  // none usable
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].reason.find("not valid JSON"), std::string::npos) << skipped[0].reason;
   std::filesystem::remove(file);
 }
 

@@ -31,6 +31,8 @@ TEST(RequestWorkers, ASmallBodyIsNotQueuedBehindBusyBulkThreads) {
     ran.set_value();
   });
   EXPECT_EQ(ran.get_future().wait_for(2s), std::future_status::ready);
+  // The small job counts as pending until it has returned, just after it set the promise.
+  for (int i = 0; i < 200 && workers.pending() != 4u; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(workers.pending(), 4u);
   {
     std::lock_guard lock(mu);
@@ -54,12 +56,19 @@ TEST(RequestWorkers, StopRunsQueuedJobsAsShuttingDown) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return release; });
   };
+  // Each job running before the next is posted (a bulk thread that wakes to both takes the small
+  // one first); polled, not a fixed sleep: on a loaded machine a thread can take long to start.
+  auto wait_ran = [&](int n) {
+    for (int i = 0; i < 1000 && ran < n; ++i) std::this_thread::sleep_for(10ms);
+  };
   workers.post(size_t{1} << 20, job);  // runs on the bulk thread and waits
-  workers.post(10, job);               // runs on the small lane and waits
-  std::this_thread::sleep_for(100ms);
+  wait_ran(1);
+  workers.post(10, job);  // runs on the small lane and waits
+  wait_ran(2);
+  EXPECT_EQ(ran, 2);
   for (int i = 0; i < 3; ++i) workers.post(size_t{1} << 20, job);  // queued
   std::thread stopper([&] { workers.stop(); });
-  std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(300ms);  // stop() has marked the queue before the jobs go on
   {
     std::lock_guard lock(mu);
     release = true;
