@@ -1,4 +1,5 @@
-// libFuzzer target over the Qwen3 chat template. The input is JSON: either a messages array, or
+// libFuzzer target over the Qwen3 chat template (tokenizer_config.json's, through the Jinja
+// interpreter). The input is JSON: either a messages array, or
 // an object {"messages", "tools", "enable_thinking", "add_generation_prompt"}. Properties:
 // rendering either succeeds or throws paceline::Error (a JSON library exception here would reach
 // the user as a 500); the prompt is valid UTF-8; it ends with the generation prompt when one is
@@ -32,9 +33,12 @@ void check_tojson(const Json& value) {
 }
 
 void render(const Json& messages, const Json& tools, const ChatTemplateOptions& options) {
+  // The model's own template through the Jinja interpreter, as the server renders it.
+  static const ChatTemplate qwen3 =
+      *ChatTemplate::from_tokenizer_folder("third_party/qwen3-tokenizer");
   std::string prompt;
   try {
-    prompt = render_qwen3_chat(messages, tools, options);
+    prompt = qwen3.render(messages, tools, options);
   } catch (const Error&) {
     return;
   }
