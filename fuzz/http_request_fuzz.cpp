@@ -48,9 +48,9 @@ HttpServerOptions fuzz_options() {
 
 // RFC 9112 6.3: a request whose Transfer-Encoding does not end in "chunked" has no knowable
 // length; the transport must answer 400 and close, and no handler may see it (else the body is
-// read as the next request: smuggling, issue 15). Today's server lets it through, so this
-// property is off unless PACELINE_FUZZ_STRICT_FRAMING=1; turn it on by default once it holds.
-bool g_strict_framing = false;
+// read as the next request: smuggling, issue 15). The server answers so since issue 15's fix;
+// PACELINE_FUZZ_STRICT_FRAMING=0 turns the property off (to fuzz an older server).
+bool g_strict_framing = true;
 
 std::string last_coding(std::string value) {
   value = value.substr(value.rfind(',') == std::string::npos ? 0 : value.rfind(',') + 1);
@@ -160,7 +160,7 @@ void wait_until_idle(const HttpServer& server) {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   spdlog::set_level(spdlog::level::off);
   const char* strict = std::getenv("PACELINE_FUZZ_STRICT_FRAMING");
-  g_strict_framing = strict != nullptr && std::string_view(strict) == "1";
+  g_strict_framing = strict == nullptr || std::string_view(strict) != "0";
   g_server = new HttpServer(fuzz_options());  // lives until exit: its io thread serves every input
   add_routes(*g_server);
   g_server->start();
