@@ -95,12 +95,18 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
   auto table_for = [&](int64_t positions) {
     std::vector<int32_t> t;
     while (static_cast<int64_t>(t.size()) * bs < positions) t.push_back(next_block++);
-    if (next_block > ex.kv_cache_shape().num_blocks) fail("timing: the KV cache is too small");
+    if (next_block > ex.kv_cache_shape().num_blocks) {
+      fail("timing: the KV cache holds {} blocks of {} tokens, this step needs more (raise "
+           "--kv-cache-memory or lower --decode-batches/--decode-context)",
+           ex.kv_cache_shape().num_blocks, bs);
+    }
     return t;
   };
   std::vector<std::vector<int32_t>> tables;
   tables.reserve(4096);
   const std::vector<int32_t> graph_sizes = ex.graph_sizes();
+  // The floor reads the KV at the cache's own element size (1 byte for --kv-cache-dtype fp8).
+  const int64_t kv_element_bytes = ex.capabilities().kv_element_bytes;
   std::printf(
       "| step | median GPU ms (CUDA events) | median wall ms | floor ms | floor / measured |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: |\n");
@@ -141,7 +147,7 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
     }
     Timed t = time_plan(ex, decode, 3, o.repeats);
     const double kv = static_cast<double>(batch) * static_cast<double>(o.decode_context + 1) *
-                      static_cast<double>(c.kv_bytes_per_token(2));
+                      static_cast<double>(c.kv_bytes_per_token(kv_element_bytes));
     const double floor_ms = (weight_bytes(c) + kv) / kCopyBytesPerSecond * 1e3;
     std::printf("| decode batch %d, context %lld%s | %.3f | %.3f | %.3f | %.0f%% |\n", batch,
                 static_cast<long long>(o.decode_context), t.graph ? ", CUDA graph" : ", eager",

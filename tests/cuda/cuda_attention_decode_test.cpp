@@ -197,13 +197,6 @@ TEST(CudaDecodeAttention, ManyRowsTakeSeveralLaunches) {
   std::printf("[ decode ] 700 rows: worst relative error %.2e\n", e);
 }
 
-// An e4m3 byte's value (OCP "fn": bias 7, no infinities), for building FP8 caches on the host.
-double e4m3_value(uint8_t b) {
-  const int sign = b >> 7, exp = (b >> 3) & 15, man = b & 7;
-  const double mag = exp == 0 ? man / 8.0 * std::ldexp(1.0, -6) : (1 + man / 8.0) * std::ldexp(1.0, exp - 7);
-  return sign ? -mag : mag;
-}
-
 // The FP8 cache's kernel against the bf16 kernel over the same values widened to bf16 (every e4m3
 // value is a bf16 value): bit-identical outputs, for every shape and context the bf16 kernel is
 // checked on, and within the bf16 tolerance of the reference.
@@ -221,36 +214,20 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelOnTheWidenedValuesBitForBi
   uint64_t seed = 500;
   for (const Case& c : cases) {
     Problem p(c.shape, c.block_size, c.ctx, seed);
-    // Random e4m3 bytes of magnitude below 2 (exponent field 0..7), as K and V.
-    testing::FastRandom rng(seed++);
-    std::vector<uint8_t> k8(p.k.size()), v8(p.v.size());
-    auto pick = [&] {
-      const uint64_t r = rng.next();
-      return static_cast<uint8_t>((r & 0x80u) | ((r >> 8) & 7u) << 3 | ((r >> 16) & 7u));
-    };
-    for (size_t i = 0; i < k8.size(); ++i) {
-      k8[i] = pick();
-      v8[i] = pick();
-      p.k[i] = testing::bf16_bits(static_cast<float>(e4m3_value(k8[i])));
-      p.v[i] = testing::bf16_bits(static_cast<float>(e4m3_value(v8[i])));
-    }
+    std::vector<uint8_t> k8, v8;
+    testing::random_fp8_cache(seed++, p.k, p.v, k8, v8);
     OnDevice d(p);
     d.run({});
     const std::vector<uint16_t> widened = d.result();
     check_against_reference(p, widened);
     DeviceBuffer dk = testing::upload(k8), dv = testing::upload(v8);
     PACELINE_CUDA_CHECK(cudaMemset(d.out.as<void>(), 0xff, d.out.bytes()));
-    cuda::LayerCache cache;
-    cache.block_size = p.block_size;
-    cache.k8 = dk.as<uint8_t>();
-    cache.v8 = dv.as<uint8_t>();
+    const cuda::LayerCache cache = testing::fp8_layer_cache(dk, dv, p.block_size);
     PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
         d.qkv.as<float>(), d.rows.rows.as<int32_t>(), d.rows.num_rows, p.splits, p.shape,
         d.rows.in(), cache, d.acc.as<float>(), d.ml.as<float>(), d.out.as<cuda::bf16>(), nullptr));
     const std::vector<uint16_t> fp8 = d.result();
-    size_t differ = 0;
-    for (size_t i = 0; i < fp8.size(); ++i) differ += fp8[i] != widened[i] ? 1 : 0;
-    EXPECT_EQ(differ, 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
+    EXPECT_EQ(testing::count_differing(fp8, widened), 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
                           << ", head_dim " << c.shape.head_dim << ", block " << c.block_size;
   }
 }

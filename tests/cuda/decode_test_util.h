@@ -2,6 +2,7 @@
 // Inputs of the decode attention kernels for tests/cuda: decode rows with their own contexts and
 // block tables, uploaded as the step's RowInputs, and a cheap random number stream.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -57,6 +58,50 @@ inline float bf16_value(uint16_t b) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// An e4m3 byte's value (OCP "fn": bias 7, no infinities), for building FP8 caches on the host.
+inline double e4m3_value(uint8_t b) {
+  const int sign = b >> 7, exp = (b >> 3) & 15, man = b & 7;
+  const double mag = exp == 0 ? man / 8.0 * std::ldexp(1.0, -6) : (1 + man / 8.0) * std::ldexp(1.0, exp - 7);
+  return sign ? -mag : mag;
+}
+
+// An FP8 cache of random e4m3 bytes of magnitude below 2 (exponent field 0..7), as many as k
+// holds, with k and v overwritten by the same values widened to bf16 (exact: every e4m3 value is
+// a bf16 value).
+inline void random_fp8_cache(uint64_t seed, std::vector<uint16_t>& k, std::vector<uint16_t>& v,
+                             std::vector<uint8_t>& k8, std::vector<uint8_t>& v8) {
+  FastRandom rng(seed);
+  auto pick = [&] {
+    const uint64_t r = rng.next();
+    return static_cast<uint8_t>((r & 0x80u) | ((r >> 8) & 7u) << 3 | ((r >> 16) & 7u));
+  };
+  k8.resize(k.size());
+  v8.resize(v.size());
+  for (size_t i = 0; i < k8.size(); ++i) {
+    k8[i] = pick();
+    v8[i] = pick();
+    k[i] = bf16_bits(static_cast<float>(e4m3_value(k8[i])));
+    v[i] = bf16_bits(static_cast<float>(e4m3_value(v8[i])));
+  }
+}
+
+// The cache of one layer over FP8 K and V on the device.
+inline cuda::LayerCache fp8_layer_cache(const cuda::DeviceBuffer& k8, const cuda::DeviceBuffer& v8,
+                                        int block_size) {
+  cuda::LayerCache cache;
+  cache.block_size = block_size;
+  cache.k8 = k8.as<uint8_t>();
+  cache.v8 = v8.as<uint8_t>();
+  return cache;
+}
+
+// How many elements of two outputs differ in any bit.
+inline size_t count_differing(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+  size_t n = a.size() == b.size() ? 0 : std::max(a.size(), b.size());
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i] ? 1 : 0;
+  return n;
 }
 
 // Decode rows, one sequence each: row i has context ctx[i] (0: a padding row, position -1) and

@@ -5,9 +5,9 @@
 
 namespace paceline::cuda {
 
-// head_dim 16, 32, 64 or 128, and a query group dividing 64.
+// head_dim 16, 32, 64 or 128, and a query group dividing 128.
 bool prefill_mma_supported(AttentionShape shape);
-int prefill_mma_tile_rows(AttentionShape shape);  // 64 / group
+int prefill_mma_tile_rows(AttentionShape shape);  // 128 / group
 cudaError_t launch_attention_prefill_mma(const float* qkv, const int32_t* tiles, int num_tiles,
                                          AttentionShape shape, RowInputs in, LayerCache cache,
                                          bf16* out, cudaStream_t stream);

@@ -1,5 +1,10 @@
 #include "exec/cuda/gemm.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <string>
+
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
 
@@ -7,6 +12,8 @@ namespace paceline::cuda {
 
 Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) {
   PACELINE_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  const char* chunked = std::getenv("PACELINE_GEMM_CHUNKED");
+  single_call_ = chunked == nullptr || std::string(chunked) != "1";
 }
 
 Gemm::~Gemm() {
@@ -15,6 +22,10 @@ Gemm::~Gemm() {
     if (p.x != nullptr) cublasLtMatrixLayoutDestroy(p.x);
     if (p.y != nullptr) cublasLtMatrixLayoutDestroy(p.y);
     if (p.desc != nullptr) cublasLtMatmulDescDestroy(p.desc);
+    for (auto& [rows, xy] : p.whole) {
+      if (xy.first != nullptr) cublasLtMatrixLayoutDestroy(xy.first);
+      if (xy.second != nullptr) cublasLtMatrixLayoutDestroy(xy.second);
+    }
   }
   if (handle_ != nullptr) cublasLtDestroy(handle_);
 }
@@ -33,6 +44,9 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan p;
+  p.k = k;
+  p.n = n;
+  p.y_type = y_type;
   // Column-major view: y^T [n, chunk] = w^T . x^T, w stored as [k, n] (ld k), x^T as [k, chunk].
   PACELINE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
@@ -51,30 +65,83 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   const uint64_t workspace_bytes = workspace_.bytes();
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
-  cublasLtMatmulHeuristicResult_t result{};
+  constexpr int kCandidates = 8;
+  cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, p.x, p.y, p.y, pref, 1, &result,
-                                            &found);
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, p.x, p.y, p.y, pref, kCandidates,
+                                            results, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
   PACELINE_CUBLAS_CHECK(status);
   if (found < 1) fail("cuBLASLt has no algorithm for a bf16 GEMM of k {} n {}", k, n);
-  p.algo = result.algo;
+  // The best-ranked algorithm, as before: with split-K its pieces and their reduction are fixed
+  // too, so it keeps its rows' bits for any row count; a whole call that would need more
+  // workspace than we hold stays chunked.
+  const int pick = 0;
+  p.algo = results[pick].algo;
   return plans_.emplace(key, p).first->second;
+}
+
+std::string Gemm::describe(int64_t k, int64_t n, bool accumulate) {
+  const Plan& p = plan(k, n, CUDA_R_32F, accumulate);
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
+    uint32_t v = 0;
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&p.algo, a, &v, sizeof v, &written);
+    return v;
+  };
+  return fmt::format(
+      "k {} n {}: algo {} tile {} stages {} split-k {} reduction {} swizzle {}, {} rows per call",
+      k, n, get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+      get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+      get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+      max_call_rows(const_cast<Plan&>(p)));
 }
 
 void Gemm::run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
                cudaDataType_t y_type, float beta) {
   const float alpha = 1.0f;
   const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
-  const Plan& p = plan(k, n, y_type, beta != 0.0f);
-  for (int64_t first = 0; first < rows; first += kGemmRows) {
+  Plan& p = const_cast<Plan&>(plan(k, n, y_type, beta != 0.0f));
+  const int64_t padded = gemm_padded_rows(rows);
+  // Calls of as many rows as the algorithm takes with our workspace (split-K needs workspace in
+  // proportion to the rows), chunks of kGemmRows when asked to.
+  const int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;
+  for (int64_t first = 0; first < padded; first += most) {
+    const int64_t piece = std::min(most, padded - first);
+    const auto [lx, ly] = piece == kGemmRows ? std::make_pair(p.x, p.y) : layouts(p, piece);
     void* out = static_cast<char*>(y) + static_cast<size_t>(first * n) * y_size;
-    PACELINE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, w, p.w, x + first * k, p.x,
-                                         &beta, out, p.y, out, p.y, &p.algo,
+    PACELINE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, w, p.w, x + first * k, lx,
+                                         &beta, out, ly, out, ly, &p.algo,
                                          workspace_.as<void>(), workspace_.bytes(), stream_));
   }
+}
+
+std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t> Gemm::layouts(Plan& p, int64_t rows) {
+  auto it = p.whole.find(rows);
+  if (it != p.whole.end()) return it->second;
+  cublasLtMatrixLayout_t lx = nullptr, ly = nullptr;
+  PACELINE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lx, CUDA_R_16BF, static_cast<uint64_t>(p.k),
+                                                   static_cast<uint64_t>(rows), p.k));
+  PACELINE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ly, p.y_type, static_cast<uint64_t>(p.n),
+                                                   static_cast<uint64_t>(rows), p.n));
+  return p.whole.emplace(rows, std::make_pair(lx, ly)).first->second;
+}
+
+int64_t Gemm::max_call_rows(Plan& p) {
+  if (p.max_rows > 0) return p.max_rows;
+  // The largest power-of-two multiple of kGemmRows up to 64k rows that the algorithm accepts.
+  for (int64_t rows = int64_t{1} << 16; rows > kGemmRows; rows /= 2) {
+    const auto [lx, ly] = layouts(p, rows);
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle_, p.desc, p.w, lx, ly, ly, &p.algo, &check) ==
+            CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= workspace_.bytes()) {
+      return p.max_rows = rows;
+    }
+  }
+  return p.max_rows = kGemmRows;
 }
 
 }  // namespace paceline::cuda

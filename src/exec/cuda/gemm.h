@@ -9,10 +9,19 @@
 // values nobody reads), and the cuBLASLt algorithm of each (k, n, output type, beta) is chosen
 // once, on first use, and kept: one shape, one kernel, the same bits for a row in any batch.
 // At 128 rows a chunk is still memory-bound in decode and near the compute ridge in prefill.
+//
+// A long prefill does not need the chunks: with its algorithm fixed, a kernel computes each
+// output element the same way whatever the row count (its tiles, its walk over k and any split-K
+// pieces are fixed; more rows only mean more tiles), so one call over all the rows gives the
+// chunked calls' bits while the weights are read once per call instead of once per 128 rows.
+// tests/cuda/cuda_gemm_test.cpp checks the bits on the model's shapes; PACELINE_GEMM_CHUNKED=1
+// brings the chunked calls back.
 #include <cublasLt.h>
 
 #include <cstdint>
 #include <map>
+#include <string>
+#include <utility>
 #include <tuple>
 
 #include "exec/cuda/device_buffer.h"
@@ -34,15 +43,27 @@ class Gemm {
                float beta = 0.0f);
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y);
 
+  // One call over all the rows (the default) or one call per kGemmRows rows.
+  void set_single_call(bool on) { single_call_ = on; }
+  // The algorithm used for (k, n) with a float32 output: tile, stages, split-K, as a line of text.
+  std::string describe(int64_t k, int64_t n, bool accumulate);
+
  private:
   // The descriptors and the algorithm of one chunk shape.
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    int64_t k = 0, n = 0;
+    cudaDataType_t y_type = CUDA_R_32F;
+    // Layouts of x and y for calls of that many rows (a multiple of kGemmRows), made on first use.
+    std::map<int64_t, std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t>> whole;
+    int64_t max_rows = 0;  // the most rows one call takes; 0: not yet known
   };
   using Key = std::tuple<int64_t, int64_t, int, bool>;  // k, n, output type, beta != 0
   const Plan& plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate);
+  std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t> layouts(Plan& p, int64_t rows);
+  int64_t max_call_rows(Plan& p);
   void run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
            cudaDataType_t y_type, float beta);
 
@@ -50,6 +71,7 @@ class Gemm {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;  // given explicitly so that graph capture allocates nothing
   std::map<Key, Plan> plans_;
+  bool single_call_ = true;
 };
 
 }  // namespace paceline::cuda

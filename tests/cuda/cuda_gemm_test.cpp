@@ -1,0 +1,128 @@
+// The projections' GEMM: one call over many rows gives, bit for bit, what one call per 128 rows
+// gives, on the shapes of Qwen3-8B (so a row's bits never depend on how many rows share its
+// step, whichever way the GEMM is cut; split-K's workspace cuts a long call into several). With PACELINE_GEMM_BENCH=1 both ways are timed at 8,192
+// and 32,768 rows.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+
+#if PACELINE_HAVE_CUDA
+#include "decode_test_util.h"
+#include "exec/cuda/gemm.h"
+
+namespace paceline {
+namespace {
+
+using cuda::DeviceBuffer;
+
+struct Shape {
+  const char* name;
+  int64_t k, n;
+  float beta;  // 1: the residual is accumulated into y
+};
+
+// Qwen3-8B: hidden 4096, 32 + 2 * 8 heads of 128, intermediate 12288, vocabulary 151,936.
+const std::vector<Shape> kShapes = {
+    {"qkv_proj", 4096, 6144, 0.0f},       {"o_proj", 4096, 4096, 1.0f},
+    {"gate_up_proj", 4096, 24576, 0.0f}, {"down_proj", 12288, 4096, 1.0f},
+    {"lm_head", 4096, 151936, 0.0f},
+};
+
+std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
+  std::vector<uint16_t> v(n);
+  testing::FastRandom rng(seed);
+  for (uint16_t& x : v) x = testing::bf16_bits(rng.uniform());
+  return v;
+}
+
+struct Operands {
+  DeviceBuffer x, w, y0, y;
+  Operands(const Shape& s, int64_t rows, uint64_t seed)
+      : x(testing::upload(random_bf16(static_cast<size_t>(rows * s.k), seed))),
+        w(testing::upload(random_bf16(static_cast<size_t>(s.n * s.k), seed + 1))),
+        y0(static_cast<size_t>(rows * s.n) * sizeof(float)),
+        y(static_cast<size_t>(rows * s.n) * sizeof(float)) {
+    std::vector<float> r(static_cast<size_t>(rows * s.n));
+    testing::FastRandom rng(seed + 2);
+    for (float& f : r) f = rng.uniform();
+    y0 = testing::upload(r);
+  }
+  // y = y0 (the residual), then the GEMM with the shape's beta.
+  std::vector<float> run(cuda::Gemm& g, const Shape& s, int64_t rows) {
+    PACELINE_CUDA_CHECK(cudaMemcpy(y.as<void>(), y0.as<void>(), y.bytes(), cudaMemcpyDeviceToDevice));
+    g.run_f32(x.as<cuda::bf16>(), rows, s.k, w.as<cuda::bf16>(), s.n, y.as<float>(), s.beta);
+    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+    return testing::download<float>(y, static_cast<size_t>(rows * s.n));
+  }
+};
+
+TEST(CudaGemm, OneCallOverManyRowsGivesTheChunkedBits) {
+  PACELINE_REQUIRE_GPU();
+  cuda::Gemm g(nullptr);
+  uint64_t seed = 1;
+  for (const Shape& s : kShapes) {
+    std::printf("[ gemm ] %s %s\n", s.name, g.describe(s.k, s.n, s.beta != 0.0f).c_str());
+    // 4,096 rows take several calls where split-K's workspace limits a call's rows.
+    for (int64_t rows : {256, 1024, 4096}) {
+      if (s.n > 30000 && rows > 1024) continue;  // lm_head runs on the sampled rows only
+      Operands op(s, rows, seed += 3);
+      g.set_single_call(false);
+      const std::vector<float> chunked = op.run(g, s, rows);
+      g.set_single_call(true);
+      const std::vector<float> whole = op.run(g, s, rows);
+      size_t differ = 0;
+      for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != chunked[i] ? 1 : 0;
+      EXPECT_EQ(differ, 0u) << s.name << ", " << rows << " rows";
+    }
+  }
+}
+
+TEST(CudaGemmBench, WholeAgainstChunked) {
+  PACELINE_REQUIRE_GPU();
+  if (std::getenv("PACELINE_GEMM_BENCH") == nullptr) {
+    GTEST_SKIP() << "set PACELINE_GEMM_BENCH=1 to time the GEMMs";
+  }
+  cuda::Gemm g(nullptr);
+  cudaEvent_t a, b;
+  PACELINE_CUDA_CHECK(cudaEventCreate(&a));
+  PACELINE_CUDA_CHECK(cudaEventCreate(&b));
+  for (int64_t rows : {8192, 32768}) {
+    for (const Shape& s : kShapes) {
+      if (s.n > 30000 && rows > 8192) continue;  // lm_head runs on the last rows only
+      Operands op(s, rows, 7);
+      for (bool whole : {false, true}) {
+        g.set_single_call(whole);
+        std::vector<float> ms;
+        for (int i = 0; i < 4; ++i) {
+          PACELINE_CUDA_CHECK(cudaEventRecord(a));
+          g.run_f32(op.x.as<cuda::bf16>(), rows, s.k, op.w.as<cuda::bf16>(), s.n, op.y.as<float>(),
+                    s.beta);
+          PACELINE_CUDA_CHECK(cudaEventRecord(b));
+          PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+          float m = 0;
+          PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+          if (i > 0) ms.push_back(m);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double t = ms[ms.size() / 2];
+        std::printf("[ gemm bench ] %s, %lld rows, %s: %.3f ms, %.0f TFLOP/s\n", s.name,
+                    static_cast<long long>(rows), whole ? "one call" : "chunks of 128", t,
+                    2.0 * rows * s.k * s.n / t / 1e9);
+      }
+    }
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+}
+
+}  // namespace
+}  // namespace paceline
+
+#else
+TEST(CudaGemm, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+#endif
