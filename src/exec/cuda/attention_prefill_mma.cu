@@ -1,9 +1,9 @@
 // Prefill attention on the tensor cores (mma.sync m16n8k16, bf16 in, float32 accumulation),
 // flash-attention style: a block takes a tile of consecutive rows of one sequence and one KV
 // head; its 128 query slots are (row, head of the group) pairs, 16 per warp, so GQA heads share
-// every K/V chunk. Keys stream through shared memory 64 at a time from the paged cache, two
-// chunks in flight (cp.async fills the next while the warps compute on this one; an FP8 cache
-// is widened to bf16 on its way in instead). K and V fragments come from shared memory with
+// every K/V chunk. Keys stream through shared memory 64 at a time from the paged cache, three
+// chunks in shared memory (cp.async fills the next two while the warps compute on one, so one
+// barrier per chunk suffices; an FP8 cache is widened to bf16 on its way in instead). K and V fragments come from shared memory with
 // ldmatrix (V transposed by it). The softmax runs online in base 2 with the scale folded into q.
 // Causal and varlen: a query sees the keys at positions <= its own (the cached prefix and the
 // rows before it). A query's result depends only on its own keys: the chunks start at key 0
@@ -20,7 +20,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kSlots = 16 * kWarps;  // query slots per block
 constexpr int kKeys = 64;            // keys per chunk
-constexpr int kStages = 2;           // chunks in shared memory
+constexpr int kStages = 3;  // chunks in shared memory: one computed, two in flight
 
 template <int HD>
 struct Smem {
@@ -88,6 +88,9 @@ __device__ __forceinline__ void load_chunk(bf16* k_s, bf16* v_s, int base, int l
   constexpr int kStride = Smem<HD>::kStride;
   constexpr int kVecPerRow = HD / 8;  // 8 elements (16 bytes of bf16) per vector
   const int bs = cache.block_size;
+  // Block sizes are powers of two in practice (16): a shift and a mask instead of a division.
+  const bool pow2 = (bs & (bs - 1)) == 0;
+  const int shift = __ffs(bs) - 1;
   for (int i = threadIdx.x; i < kKeys * kVecPerRow; i += kThreads) {
     const int j = i / kVecPerRow;
     const int d = (i % kVecPerRow) * 8;
@@ -99,7 +102,9 @@ __device__ __forceinline__ void load_chunk(bf16* k_s, bf16* v_s, int base, int l
       *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
       continue;
     }
-    const int64_t slot = static_cast<int64_t>(blocks[key / bs]) * bs + key % bs;
+    const int block = pow2 ? key >> shift : key / bs;
+    const int offset = pow2 ? key & (bs - 1) : key % bs;
+    const int64_t slot = static_cast<int64_t>(blocks[block]) * bs + offset;
     const int64_t at = slot * kv_size + kv_head * HD + d;
     if constexpr (FP8) {  // eight e4m3 bytes widened to the same eight bf16
       *reinterpret_cast<uint4*>(kd) = fp8x8_to_bf16x8(*reinterpret_cast<const uint2*>(cache.k8 + at));
@@ -159,8 +164,15 @@ __global__ void __launch_bounds__(kThreads)
   }
   const int last_pos = in.positions[first_row + tile_rows - 1];
   const int32_t* blocks = in.blocks + in.seq_block_offset[seq];
-  // The first chunk is on its way while q is read.
+  // The first two chunks are on their way while q is read (a group is committed for each, empty
+  // when the chunk lies past the tile, so that the waits below count the same way).
   load_chunk<HD, FP8>(k_base, v_base, 0, last_pos, blocks, cache, kv_size, kv_head);
+  if (kKeys <= last_pos) {
+    load_chunk<HD, FP8>(k_base + kChunk, v_base + kChunk, kKeys, last_pos, blocks, cache, kv_size,
+                        kv_head);
+  } else if constexpr (!FP8) {
+    cp_async_commit();
+  }
 
   // q in bf16 A fragments, pre-scaled by log2(e) / sqrt(head_dim).
   const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(HD));
@@ -185,15 +197,21 @@ __global__ void __launch_bounds__(kThreads)
   float l[2] = {0.0f, 0.0f};
 
   int stage = 0;
-  for (int base = 0; base <= last_pos; base += kKeys, stage ^= 1) {
-    if (base + kKeys <= last_pos) {  // the next chunk goes into the other buffer
-      load_chunk<HD, FP8>(k_base + (stage ^ 1) * kChunk, v_base + (stage ^ 1) * kChunk,
-                          base + kKeys, last_pos, blocks, cache, kv_size, kv_head);
-      if constexpr (!FP8) cp_async_wait<1>();
-    } else {
-      if constexpr (!FP8) cp_async_wait<0>();
+  for (int base = 0; base <= last_pos; base += kKeys, stage = stage == kStages - 1 ? 0 : stage + 1) {
+    if constexpr (!FP8) cp_async_wait<1>();  // this chunk's group is done (the next may not be)
+    // Every warp's copies of this chunk are visible, and every warp is done with the chunk
+    // before it, whose buffer the copies issued next overwrite.
+    __syncthreads();
+    {
+      const int ahead = base + 2 * kKeys;
+      const int at = stage == 0 ? kStages - 1 : stage - 1;  // (stage + 2) % 3
+      if (ahead <= last_pos) {
+        load_chunk<HD, FP8>(k_base + at * kChunk, v_base + at * kChunk, ahead, last_pos, blocks,
+                            cache, kv_size, kv_head);
+      } else if constexpr (!FP8) {
+        cp_async_commit();  // an empty group keeps one group per chunk
+      }
     }
-    __syncthreads();  // this chunk is in shared memory for every warp
 
     if (base <= warp_last) {
       const bf16* k_s = k_base + stage * kChunk;
@@ -278,7 +296,6 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    __syncthreads();  // every warp is done with this buffer before it is refilled
   }
 
 #pragma unroll
