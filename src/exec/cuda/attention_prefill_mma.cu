@@ -1,13 +1,16 @@
 // Prefill attention on the tensor cores (mma.sync m16n8k16, bf16 in, float32 accumulation),
-// flash-attention style: a block takes a tile of consecutive rows of one sequence and one KV
-// head; its 128 query slots are (row, head of the group) pairs, 16 per warp, so GQA heads share
-// every K/V chunk. Keys stream through shared memory 64 at a time from the paged cache, three
-// chunks in shared memory (cp.async fills the next two while the warps compute on one, so one
-// barrier per chunk suffices; an FP8 cache is widened to bf16 on its way in instead). K and V fragments come from shared memory with
-// ldmatrix (V transposed by it). The softmax runs online in base 2 with the scale folded into q.
-// Causal and varlen: a query sees the keys at positions <= its own (the cached prefix and the
-// rows before it). A query's result depends only on its own keys: the chunks start at key 0
-// whatever the tile, so the tiling is free to change without changing any bits.
+// flash-attention style: a block of 4 warps takes a tile of consecutive rows of one sequence and
+// one KV head; its 128 query slots are (row, head of the group) pairs, 32 per warp in two m16
+// tiles, so GQA heads share every K/V chunk and each K/V fragment feeds two MMAs. q waits in
+// shared memory (bf16, pre-scaled) and is read with ldmatrix like K; V is transposed by
+// ldmatrix. Keys stream through shared memory 64 at a time from the paged cache, double
+// buffered: after the chunk's barrier, cp.async fills the other buffer while the warps compute
+// (an FP8 cache is widened to bf16 on its way in instead). Two blocks fit an SM. The softmax
+// runs online in base 2 with the scale folded into q. Causal and varlen: a query sees the keys
+// at positions <= its own (the cached prefix and the rows before it). A query's result depends
+// only on its own keys: the chunks start at key 0 whatever the tile, so the tiling is free to
+// change without changing any bits.
+#include <climits>
 #include <cstdint>
 
 #include "exec/cuda/attention_prefill_mma.cuh"
@@ -16,17 +19,19 @@
 namespace paceline::cuda {
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kSlots = 16 * kWarps;  // query slots per block
-constexpr int kKeys = 64;            // keys per chunk
-constexpr int kStages = 3;  // chunks in shared memory: one computed, two in flight
+constexpr int kTilesPerWarp = 2;                    // m16 tiles of query slots per warp
+constexpr int kSlots = 16 * kTilesPerWarp * kWarps;  // query slots per block
+constexpr int kKeys = 64;                           // keys per chunk
+constexpr int kStages = 2;  // chunks in shared memory: one computed, one in flight
 
 template <int HD>
 struct Smem {
   static constexpr int kStride = HD + 8;  // bf16 per shared row: conflict-free ldmatrix rows
   static constexpr int kChunk = kKeys * kStride;
-  static constexpr size_t bytes() { return sizeof(bf16) * 2 * kStages * kChunk; }
+  // q of the block's slots, then K and V chunks.
+  static constexpr size_t bytes() { return sizeof(bf16) * (kSlots * kStride + 2 * kStages * kChunk); }
 };
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -118,15 +123,17 @@ __device__ __forceinline__ void load_chunk(bf16* k_s, bf16* v_s, int base, int l
 }
 
 template <int HD, bool FP8>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     attention_prefill_mma_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                  RowInputs in, LayerCache cache, bf16* out) {
   constexpr int kStride = Smem<HD>::kStride;
   constexpr int kChunk = Smem<HD>::kChunk;
   constexpr int kSteps = HD / 16;  // k-steps of q . k
   constexpr int kDimTiles = HD / 8;
+  constexpr int kM = kTilesPerWarp;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* const k_base = reinterpret_cast<bf16*>(smem_raw);  // [kStages][kKeys][kStride]
+  bf16* const q_s = reinterpret_cast<bf16*>(smem_raw);      // [kSlots][kStride], pre-scaled
+  bf16* const k_base = q_s + kSlots * kStride;               // [kStages][kKeys][kStride]
   bf16* const v_base = k_base + kStages * kChunk;
 
   // Tiles in reverse: the last rows of a sequence see the most keys, and starting them first
@@ -148,97 +155,110 @@ __global__ void __launch_bounds__(kThreads)
   const int lm_mat = lane / 8;
   const int lm_row = lane % 8;
 
-  // This thread's two query slots: rows g and g + 8 of the warp's 16.
-  int pos[2];
-  const float* qrow[2];
-  int out_row[2], out_head[2];
-  for (int h = 0; h < 2; ++h) {
-    const int slot = warp * 16 + g + 8 * h;
-    const int r = slot / group;
-    const int head = kv_head * group + slot % group;
-    const bool live = r < tile_rows;
-    pos[h] = live ? in.positions[first_row + r] : -1;
-    qrow[h] = qkv + static_cast<int64_t>(first_row + (live ? r : 0)) * qkv_width + head * HD;
-    out_row[h] = live ? first_row + r : -1;
-    out_head[h] = head;
-  }
   const int last_pos = in.positions[first_row + tile_rows - 1];
   const int32_t* blocks = in.blocks + in.seq_block_offset[seq];
-  // The first two chunks are on their way while q is read (a group is committed for each, empty
-  // when the chunk lies past the tile, so that the waits below count the same way).
+  // The first chunk is on its way while q is staged.
   load_chunk<HD, FP8>(k_base, v_base, 0, last_pos, blocks, cache, kv_size, kv_head);
-  if (kKeys <= last_pos) {
-    load_chunk<HD, FP8>(k_base + kChunk, v_base + kChunk, kKeys, last_pos, blocks, cache, kv_size,
-                        kv_head);
-  } else if constexpr (!FP8) {
-    cp_async_commit();
+
+  // q of every slot (row, head of the group) in shared memory as bf16, pre-scaled by
+  // log2(e) / sqrt(head_dim); slots past the tile's rows are zeros.
+  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(HD));
+  for (int i = threadIdx.x; i < kSlots * HD / 2; i += kThreads) {
+    const int slot = i / (HD / 2);
+    const int d = (i % (HD / 2)) * 2;
+    const int r = slot / group;
+    float2 q = make_float2(0.0f, 0.0f);
+    if (r < tile_rows) {
+      const int head = kv_head * group + slot % group;
+      q = *reinterpret_cast<const float2*>(qkv + static_cast<int64_t>(first_row + r) * qkv_width +
+                                           head * HD + d);
+    }
+    *reinterpret_cast<uint32_t*>(q_s + slot * kStride + d) = pack_bf16(q.x * scale, q.y * scale);
   }
 
-  // q in bf16 A fragments, pre-scaled by log2(e) / sqrt(head_dim).
-  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(HD));
-  uint32_t qa[kSteps][4];
+  // This thread's query slots: rows g and g + 8 (h) of each of the warp's kM tiles of 16 (mt).
+  int pos[kM][2];
+  int warp_last = -1, thread_first = INT_MAX;
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    const int d = s * 16 + tig * 2;
-    qa[s][0] = pack_bf16(qrow[0][d] * scale, qrow[0][d + 1] * scale);
-    qa[s][1] = pack_bf16(qrow[1][d] * scale, qrow[1][d + 1] * scale);
-    qa[s][2] = pack_bf16(qrow[0][d + 8] * scale, qrow[0][d + 9] * scale);
-    qa[s][3] = pack_bf16(qrow[1][d + 8] * scale, qrow[1][d + 9] * scale);
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp * 16 * kM + mt * 16 + g + 8 * h) / group;
+      pos[mt][h] = r < tile_rows ? in.positions[first_row + r] : -1;
+      warp_last = max(warp_last, pos[mt][h]);
+      thread_first = min(thread_first, pos[mt][h]);
+    }
   }
   // The warp's last query position: chunks past it hold only masked keys for this warp.
-  int warp_last = max(pos[0], pos[1]);
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) warp_last = max(warp_last, __shfl_xor_sync(0xffffffffu, warp_last, off));
 
-  float o[kDimTiles][4];
+  float o[kM][kDimTiles][4];
+  float m[kM][2], l[kM][2];
 #pragma unroll
-  for (int t = 0; t < kDimTiles; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY};
-  float l[2] = {0.0f, 0.0f};
+  for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+    for (int t = 0; t < kDimTiles; ++t) o[mt][t][0] = o[mt][t][1] = o[mt][t][2] = o[mt][t][3] = 0.0f;
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.0f;
+  }
+  const bf16* q_warp = q_s + (warp * 16 * kM + lane % 16) * kStride + (lane / 16) * 8;
 
   int stage = 0;
-  for (int base = 0; base <= last_pos; base += kKeys, stage = stage == kStages - 1 ? 0 : stage + 1) {
-    if constexpr (!FP8) cp_async_wait<1>();  // this chunk's group is done (the next may not be)
-    // Every warp's copies of this chunk are visible, and every warp is done with the chunk
-    // before it, whose buffer the copies issued next overwrite.
+  for (int base = 0; base <= last_pos; base += kKeys, stage ^= 1) {
+    if constexpr (!FP8) cp_async_wait<0>();  // this chunk (the only group in flight)
+    // Every warp's copies of this chunk (and q) are visible, and every warp is done with the
+    // chunk before it, whose buffer the next copies overwrite.
     __syncthreads();
-    {
-      const int ahead = base + 2 * kKeys;
-      const int at = stage == 0 ? kStages - 1 : stage - 1;  // (stage + 2) % 3
-      if (ahead <= last_pos) {
-        load_chunk<HD, FP8>(k_base + at * kChunk, v_base + at * kChunk, ahead, last_pos, blocks,
-                            cache, kv_size, kv_head);
-      } else if constexpr (!FP8) {
-        cp_async_commit();  // an empty group keeps one group per chunk
-      }
+    if (base + kKeys <= last_pos) {
+      load_chunk<HD, FP8>(k_base + (stage ^ 1) * kChunk, v_base + (stage ^ 1) * kChunk,
+                          base + kKeys, last_pos, blocks, cache, kv_size, kv_head);
     }
+    if (base > warp_last) continue;
+    const bf16* k_s = k_base + stage * kChunk;
+    const bf16* v_s = v_base + stage * kChunk;
 
-    if (base <= warp_last) {
-      const bf16* k_s = k_base + stage * kChunk;
-      const bf16* v_s = v_base + stage * kChunk;
-      // Scores for 64 keys: 8 tiles of 8 keys; ldmatrix gives two k-steps' B fragments at once.
-      float s[kKeys / 8][4];
+    // Scores for 64 keys: 8 tiles of 8 keys, each K fragment used by the warp's kM query tiles.
+    float s[kM][kKeys / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+      for (int t = 0; t < kKeys / 8; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
+    }
+#pragma unroll
+    for (int st = 0; st < kSteps; st += 2) {
+      constexpr int kPair = kSteps >= 2 ? 2 : 1;
+      uint32_t qa[kM][kPair][4];
+#pragma unroll
+      for (int mt = 0; mt < kM; ++mt) {
+#pragma unroll
+        for (int so = 0; so < kPair; ++so) ldsm_x4(qa[mt][so], q_warp + mt * 16 * kStride + (st + so) * 16);
+      }
 #pragma unroll
       for (int t = 0; t < kKeys / 8; ++t) {
-        s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
-        const bf16* krow = k_s + (t * 8 + lm_row) * kStride;
-#pragma unroll
-        for (int st = 0; st + 1 < kSteps; st += 2) {
+        const bf16* krow = k_s + (t * 8 + lm_row) * kStride + st * 16;
+        if constexpr (kPair == 2) {
           uint32_t b[4];
-          ldsm_x4(b, krow + st * 16 + lm_mat * 8);
-          mma_bf16(s[t], qa[st], b[0], b[1]);
-          mma_bf16(s[t], qa[st + 1], b[2], b[3]);
-        }
-        if constexpr (kSteps % 2 == 1) {
+          ldsm_x4(b, krow + lm_mat * 8);
+#pragma unroll
+          for (int mt = 0; mt < kM; ++mt) {
+            mma_bf16(s[mt][t], qa[mt][0], b[0], b[1]);
+            mma_bf16(s[mt][t], qa[mt][1], b[2], b[3]);
+          }
+        } else {
           uint32_t b[2];
-          ldsm_x2(b, krow + (kSteps - 1) * 16 + (lm_mat % 2) * 8);
-          mma_bf16(s[t], qa[kSteps - 1], b[0], b[1]);
+          ldsm_x2(b, krow + (lm_mat % 2) * 8);
+#pragma unroll
+          for (int mt = 0; mt < kM; ++mt) mma_bf16(s[mt][t], qa[mt][0], b[0], b[1]);
         }
       }
-      // Causal mask (only chunks that reach past a query), then the online softmax per query
-      // row (h: rows g and g + 8).
+    }
+    // Causal mask (only where the chunk reaches past one of the thread's queries), then the
+    // online softmax per query row.
+    const bool masked = base + kKeys - 1 > thread_first;
+#pragma unroll
+    for (int mt = 0; mt < kM; ++mt) {
       float chunk_max[2] = {-INFINITY, -INFINITY};
-      const bool masked = base + kKeys - 1 > min(pos[0], pos[1]);
 #pragma unroll
       for (int t = 0; t < kKeys / 8; ++t) {
 #pragma unroll
@@ -246,9 +266,9 @@ __global__ void __launch_bounds__(kThreads)
           const int h = c / 2;
           if (masked) {
             const int key = base + t * 8 + tig * 2 + (c & 1);
-            if (key > pos[h]) s[t][c] = -INFINITY;
+            if (key > pos[mt][h]) s[mt][t][c] = -INFINITY;
           }
-          chunk_max[h] = fmaxf(chunk_max[h], s[t][c]);
+          chunk_max[h] = fmaxf(chunk_max[h], s[mt][t][c]);
         }
       }
       float alpha[2], ref[2];
@@ -256,62 +276,72 @@ __global__ void __launch_bounds__(kThreads)
       for (int h = 0; h < 2; ++h) {
         chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
         chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
-        const float m_new = fmaxf(m[h], chunk_max[h]);
+        const float m_new = fmaxf(m[mt][h], chunk_max[h]);
         ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
-        alpha[h] = exp2f(m[h] - ref[h]);
-        m[h] = m_new;
-        l[h] *= alpha[h];
+        alpha[h] = exp2f(m[mt][h] - ref[h]);
+        m[mt][h] = m_new;
+        l[mt][h] *= alpha[h];
       }
 #pragma unroll
       for (int t = 0; t < kDimTiles; ++t) {
-        o[t][0] *= alpha[0];
-        o[t][1] *= alpha[0];
-        o[t][2] *= alpha[1];
-        o[t][3] *= alpha[1];
+        o[mt][t][0] *= alpha[0];
+        o[mt][t][1] *= alpha[0];
+        o[mt][t][2] *= alpha[1];
+        o[mt][t][3] *= alpha[1];
       }
 #pragma unroll
       for (int t = 0; t < kKeys / 8; ++t) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          s[t][c] = exp2f(s[t][c] - ref[c / 2]);
-          l[c / 2] += s[t][c];
+          s[mt][t][c] = exp2f(s[mt][t][c] - ref[c / 2]);
+          l[mt][c / 2] += s[mt][t][c];
         }
       }
-      // o += p . v, 16 keys per k-step; p's C fragments are the A fragments of the next mma,
-      // and one transposing ldmatrix gives the B fragments of two dimension tiles.
+    }
+    // o += p . v, 16 keys per k-step; p's C fragments are the A fragments of the next mma,
+    // and one transposing ldmatrix gives the B fragments of two dimension tiles for kM tiles.
 #pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t pa[4];
-        pa[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-        pa[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-        pa[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        const bf16* vrow = v_s + (kk * 16 + (lm_mat % 2) * 8 + lm_row) * kStride + (lm_mat / 2) * 8;
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      uint32_t pa[kM][4];
 #pragma unroll
-        for (int t = 0; t < kDimTiles; t += 2) {
-          uint32_t b[4];
-          ldsm_x4_trans(b, vrow + t * 8);
-          mma_bf16(o[t], pa, b[0], b[1]);
-          mma_bf16(o[t + 1], pa, b[2], b[3]);
+      for (int mt = 0; mt < kM; ++mt) {
+        pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+      const bf16* vrow = v_s + (kk * 16 + (lm_mat % 2) * 8 + lm_row) * kStride + (lm_mat / 2) * 8;
+#pragma unroll
+      for (int t = 0; t < kDimTiles; t += 2) {
+        uint32_t b[4];
+        ldsm_x4_trans(b, vrow + t * 8);
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          mma_bf16(o[mt][t], pa[mt], b[0], b[1]);
+          mma_bf16(o[mt][t + 1], pa[mt], b[2], b[3]);
         }
       }
     }
   }
 
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-  }
+  for (int mt = 0; mt < kM; ++mt) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (out_row[h] < 0) continue;
-    const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
-    bf16* dst = out + static_cast<int64_t>(out_row[h]) * q_size + out_head[h] * HD + tig * 2;
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int slot = warp * 16 * kM + mt * 16 + g + 8 * h;
+      const int r = slot / group;
+      if (r >= tile_rows) continue;
+      const int head = kv_head * group + slot % group;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      bf16* dst = out + static_cast<int64_t>(first_row + r) * q_size + head * HD + tig * 2;
 #pragma unroll
-    for (int t = 0; t < kDimTiles; ++t) {
-      *reinterpret_cast<__nv_bfloat162*>(dst + t * 8) =
-          __floats2bfloat162_rn(o[t][2 * h] * inv, o[t][2 * h + 1] * inv);
+      for (int t = 0; t < kDimTiles; ++t) {
+        *reinterpret_cast<__nv_bfloat162*>(dst + t * 8) =
+            __floats2bfloat162_rn(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+      }
     }
   }
 }
