@@ -25,6 +25,8 @@ void KvManager::set_oracle(NextUseOracle* oracle) {
   oracle_->set_listener([this](uint64_t hash) {
     if (auto block = pool_.find_cached(hash)) pool_.rerank(*block, oracle_->next_use_ns(hash));
     if (!host_) return;
+    // A host copy of a block the GPU holds stays ranked redundant (release_transfer_pins).
+    if (pool_.find_cached(hash)) return;
     if (auto block = host_->find_cached(hash)) host_->rerank(*block, oracle_->next_use_ns(hash));
   });
 }
@@ -116,13 +118,22 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
 
 KvTransfers KvManager::take_transfers() { return std::exchange(pending_, {}); }
 
-void KvManager::release_transfer_pins() {
-  for (int32_t b : pinned_host_) host_->release(b, host_->released_ns(b), host_->evict_key(b));
+void KvManager::release_transfer_pins() { unpin_host_blocks(/*loaded=*/true); }
+
+// A host block that a forward has loaded into the GPU is redundant while the GPU holds the block:
+// under a ranked policy it gives way first, so the two tiers hold different blocks (an exclusive
+// hierarchy, 1.5M tokens instead of the GPU's 0.8M plus copies of the same). If the GPU's block
+// gives way while the host copy is still there, store_to_host ranks the copy again.
+void KvManager::unpin_host_blocks(bool loaded) {
+  const bool demote = loaded && config_.policy != KvPolicy::kLru;
+  for (int32_t b : pinned_host_) {
+    host_->release(b, host_->released_ns(b), demote ? kRedundantKey : host_->evict_key(b));
+  }
   pinned_host_.clear();
 }
 
 void KvManager::drop_transfers() {
-  release_transfer_pins();  // no forward will read them; a store's block may be among them
+  unpin_host_blocks(/*loaded=*/false);  // no forward will read them; a store's block may be among them
   for (const BlockCopy& c : pending_.stores) {
     host_->allocate(c.host_block);  // drops the hash its content never reached
     host_->release(c.host_block);
@@ -157,7 +168,16 @@ int32_t KvManager::pick_victim(const BlockPool& pool) const {
 // tier has it already or every host block is pinned by a load.
 void KvManager::store_to_host(int32_t gpu_block) {
   const uint64_t hash = *pool_.hash_of(gpu_block);
-  if (host_->find_cached(hash) || !host_->first_free()) return;
+  if (auto kept = host_->find_cached(hash)) {
+    // The bytes are there already (a copy the GPU's block was loaded from): no copy, but that
+    // copy, ranked redundant while the GPU held the block, takes the GPU block's place now.
+    if (host_->is_free(*kept) && config_.policy != KvPolicy::kLru) {
+      host_->acquire(*kept);
+      host_->release(*kept, pool_.released_ns(gpu_block), pool_.evict_key(gpu_block));
+    }
+    return;
+  }
+  if (!host_->first_free()) return;
   const int32_t h = host_->allocate(pick_victim(*host_));
   host_->publish(h, hash, pool_.depth(gpu_block));
   host_->release(h, pool_.released_ns(gpu_block), pool_.evict_key(gpu_block));

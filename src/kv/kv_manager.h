@@ -91,6 +91,8 @@ class KvManager {
   // The copies planned since the last take_transfers() will not be made (no forward carries
   // them): the host blocks they were to fill forget their hashes.
   void drop_transfers();
+  // The eviction key of a host block whose content the GPU holds too: the highest, first to go.
+  static constexpr int64_t kRedundantKey = INT64_MAX;
 
   // The longest run of cached full blocks at the start of `tokens`, excluding the block that holds
   // the last token. Empty when caching is off or `seq` already has blocks. Extends seq.hashes.
@@ -123,6 +125,7 @@ class KvManager {
   int32_t take_fresh_block();
   int32_t pick_victim(const BlockPool& pool) const;
   void store_to_host(int32_t gpu_block);
+  void unpin_host_blocks(bool loaded);
   // The eviction key of a block about to be freed (higher goes first).
   int64_t evict_key(int32_t block) const;
 

@@ -64,6 +64,10 @@ void ReplicaRouter::send(const bench::RequestSpec& spec, bench::StreamCallbacks 
   replicas_[r]->send(spec, std::move(callbacks));
 }
 
+void ReplicaRouter::announce(const bench::RequestSpec& spec, int64_t at_ns) {
+  for (SimTransport* r : replicas_) r->announce(spec, at_ns);
+}
+
 void ReplicaRouter::cancel(uint64_t request_id) {
   auto it = replica_of_.find(request_id);
   if (it == replica_of_.end()) return;

@@ -38,6 +38,9 @@ class ReplicaRouter final : public bench::VirtualTransport {
   // The replicas must outlive the router and share the clock the driver moves.
   ReplicaRouter(std::vector<SimTransport*> replicas, RouterKind kind);
 
+  // Told to every replica: which one a request will go to is not known before it is sent, and a
+  // replica without an oracle ignores it (the oracle needs --replicas 1).
+  void announce(const bench::RequestSpec& spec, int64_t at_ns) override;
   void send(const bench::RequestSpec& spec, bench::StreamCallbacks callbacks) override;
   void cancel(uint64_t request_id) override;
   std::optional<int64_t> next_event_ns() const override;

@@ -107,6 +107,36 @@ TEST(HostTierDrop, ABlockStoredAndPinnedInTheSamePassIsDroppedCleanly) {
   for (int32_t h = 0; h < 8; ++h) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
 }
 
+// An exclusive hierarchy under a ranked policy: a host block loaded into the GPU is redundant
+// while the GPU holds its content, so it is ranked to give way first; when the GPU's block gives
+// way, the host copy (still there) takes that block's rank, and nothing is copied again. Under
+// LRU the tiers stay inclusive (vLLM's and SGLang's way).
+TEST(HostTierExclusive, ALoadedHostCopyGivesWayFirstAndIsRankedAgainWhenTheGpuLetsGo) {
+  for (KvPolicy policy : {KvPolicy::kReuse, KvPolicy::kLru}) {
+    KvManager kv{{.num_blocks = 5, .block_size = 4, .policy = policy, .num_host_blocks = 8}};
+    const std::vector<int32_t> a = tokens_from(100, 17), b = tokens_from(200, 17),
+                               c = tokens_from(300, 17);
+    run_turn(kv, a);
+    run_turn(kv, b);  // A to the host
+    const Turn again = run_turn(kv, a);  // A loaded back; B to the host
+    ASSERT_EQ(again.transfers.loads.size(), 4u);
+    const bool ranked = policy != KvPolicy::kLru;
+    for (const BlockCopy& load : again.transfers.loads) {
+      EXPECT_EQ(kv.host_pool()->evict_key(load.host_block) == KvManager::kRedundantKey, ranked)
+          << kv_policy_name(policy);
+    }
+    for (const BlockCopy& store : again.transfers.stores) {  // B's: the host's only copy
+      EXPECT_NE(kv.host_pool()->evict_key(store.host_block), KvManager::kRedundantKey);
+    }
+    const Turn tc = run_turn(kv, c);  // A gives way on the GPU again: its host copy is there
+    EXPECT_TRUE(tc.transfers.stores.empty()) << kv_policy_name(policy);
+    for (const BlockCopy& load : again.transfers.loads) {
+      EXPECT_NE(kv.host_pool()->evict_key(load.host_block), KvManager::kRedundantKey);
+      EXPECT_TRUE(kv.host_pool()->is_cached(load.host_block));
+    }
+  }
+}
+
 TEST(HostTierOff, NothingIsStoredWithoutOne) {
   KvManager kv({.num_blocks = 5, .block_size = 4});
   run_turn(kv, tokens_from(100, 17));
