@@ -173,6 +173,34 @@ TEST_F(ServeMetrics, HistogramsAgreeWithWhatTheClientSaw) {
   EXPECT_EQ(after.text.problems, std::vector<std::string>{});
 }
 
+// Speculative decoding (synthetic acceptance, length 2: each verify row keeps one of its two
+// drafts): every output token is the prefill's, a decode step's first, or an accepted draft.
+TEST(ServeMetricsSpec, DraftCountersAddUpToTheTokensTheClientGot) {
+  ServerProcess server({"--metrics-prefix", "vllm", "--served-model-name", "my-model",
+                        "--speculative-tokens", "2", "--spec-decode-acceptance-length", "2"});
+  const Scrape before = scrape(server.port());
+  EXPECT_EQ(before.value("spec_decode_num_drafts_total"), 0);
+  EXPECT_EQ(before.value("spec_decode_num_accepted_tokens_per_pos_total", {{"position", "1"}}), 0);
+  const json body = {{"prompt", "Drafts"}, {"max_tokens", 9}, {"ignore_eos", true}};
+  HttpReply reply = http(server.port(), "POST", "/v1/completions", body.dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const int completion = json::parse(reply.body)["usage"]["completion_tokens"].get<int>();
+  EXPECT_EQ(completion, 9);
+  const Scrape s = scrape(server.port());
+  EXPECT_EQ(s.text.problems, std::vector<std::string>{});
+  const double drafts = s.value("spec_decode_num_drafts_total");
+  const double accepted = s.value("spec_decode_num_accepted_tokens_total");
+  const double decode_steps = s.value("inter_token_latency_seconds_count");
+  EXPECT_GT(drafts, 0);
+  EXPECT_EQ(accepted, drafts);  // one of two drafts each time
+  EXPECT_EQ(1 + decode_steps + accepted, completion);
+  EXPECT_EQ(s.value("spec_decode_num_accepted_tokens_per_pos_total", {{"position", "0"}}),
+            accepted);
+  EXPECT_EQ(s.value("spec_decode_num_accepted_tokens_per_pos_total", {{"position", "1"}}), 0);
+  EXPECT_LE(s.value("spec_decode_num_draft_tokens_total"), 2 * drafts);
+  EXPECT_EQ(s.value("generation_tokens_total"), completion);
+}
+
 TEST(ServeMetricsPrefix, ABadPrefixIsAnErrorNamingTheFlag) {
   const auto [status, output] = run_paceline("serve --model tiny --metrics-prefix my-server", 60);
   EXPECT_NE(status, 0) << output;
