@@ -8,17 +8,19 @@ namespace {
 
 // vLLM's bucket bounds (vllm/v1/metrics/loggers.py), so that its dashboards' quantiles read the
 // same buckets.
-const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                         0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kTtftBounds = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                         0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
 const std::vector<double> kTokenGapBounds = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
                                              0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
                                              7.5,  10.0,  20.0, 40.0,  80.0};
-const std::vector<double> kRequestBounds = {0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,
-                                            5.0,  10.0, 15.0, 20.0,  30.0,  40.0,  50.0,
+const std::vector<double> kRequestBounds = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                            5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                             60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
-double seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+double seconds(int64_t ns) {
+  return static_cast<double>(ns) * 1e-9;
+}
 
 }  // namespace
 
@@ -40,8 +42,8 @@ RequestMetrics::RequestMetrics(MetricsRegistry& reg, int64_t max_model_len)
                               kRequestBounds)),
       decode_(&reg.histogram("request_decode_time_seconds", "First token to last token",
                              kRequestBounds)),
-      inference_(&reg.histogram("request_inference_time_seconds",
-                                "First scheduled to last token", kRequestBounds)),
+      inference_(&reg.histogram("request_inference_time_seconds", "First scheduled to last token",
+                                kRequestBounds)),
       prompt_tokens_(&reg.histogram("request_prompt_tokens", "Prompt tokens per finished request",
                                     one_two_five_buckets(max_model_len))),
       generation_tokens_(&reg.histogram("request_generation_tokens",
@@ -50,7 +52,9 @@ RequestMetrics::RequestMetrics(MetricsRegistry& reg, int64_t max_model_len)
       max_tokens_(&reg.histogram("request_params_max_tokens", "max_tokens of finished requests",
                                  one_two_five_buckets(max_model_len))) {}
 
-void RequestMetrics::on_added(uint64_t id, int64_t max_tokens) { live_[id].max_tokens = max_tokens; }
+void RequestMetrics::on_added(uint64_t id, int64_t max_tokens) {
+  live_[id].max_tokens = max_tokens;
+}
 
 void RequestMetrics::on_output(const RequestOutput& out, int64_t now_ns) {
   auto it = live_.find(out.request_id);

@@ -94,15 +94,19 @@ inline std::optional<PromLabels> parse_labels(const std::string& text, size_t& p
     std::string key = text.substr(pos, eq - pos);
     if (!is_name(key, false)) return problem = "bad label name '" + key + "'", std::nullopt;
     pos = eq + 1;
-    if (pos >= text.size() || text[pos] != '"') return problem = "unquoted label value", std::nullopt;
+    if (pos >= text.size() || text[pos] != '"')
+      return problem = "unquoted label value", std::nullopt;
     std::string value;
     for (++pos; pos < text.size() && text[pos] != '"'; ++pos) {
       if (text[pos] == '\\') {
         if (++pos >= text.size()) break;
         char e = text[pos];
-        if (e == 'n') value += '\n';
-        else if (e == '\\' || e == '"') value += e;
-        else return problem = "bad escape in a label value", std::nullopt;
+        if (e == 'n')
+          value += '\n';
+        else if (e == '\\' || e == '"')
+          value += e;
+        else
+          return problem = "bad escape in a label value", std::nullopt;
       } else if (text[pos] == '\n') {
         return problem = "newline in a label value", std::nullopt;
       } else {
@@ -111,7 +115,8 @@ inline std::optional<PromLabels> parse_labels(const std::string& text, size_t& p
     }
     if (pos >= text.size()) return problem = "unterminated label value", std::nullopt;
     ++pos;  // closing quote
-    if (!labels.emplace(key, value).second) return problem = "label '" + key + "' twice", std::nullopt;
+    if (!labels.emplace(key, value).second)
+      return problem = "label '" + key + "' twice", std::nullopt;
     if (pos < text.size() && text[pos] == ',') ++pos;
   }
   if (pos >= text.size()) return problem = "unterminated labels", std::nullopt;
@@ -120,7 +125,8 @@ inline std::optional<PromLabels> parse_labels(const std::string& text, size_t& p
 }
 
 // The family a sample belongs to: its name, or the histogram it is a part of.
-inline std::string family_of(const std::string& sample, const std::map<std::string, PromFamily>& f) {
+inline std::string family_of(const std::string& sample,
+                             const std::map<std::string, PromFamily>& f) {
   for (const char* suffix : {"_bucket", "_sum", "_count"}) {
     const std::string s(suffix);
     if (sample.size() > s.size() && sample.ends_with(s)) {
@@ -162,12 +168,11 @@ inline void lint_family(const std::string& name, const PromFamily& f,
     }
   }
   static const std::set<std::string> kTypes = {"counter", "gauge", "histogram", "summary"};
-  static const std::set<std::string> kAbbreviations = {"s",  "ms", "us", "ns", "sec", "b",
-                                                       "kb", "mb", "gb", "tb", "pb",  "m",
-                                                       "h",  "d"};
+  static const std::set<std::string> kAbbreviations = {"s",  "ms", "us", "ns", "sec", "b", "kb",
+                                                       "mb", "gb", "tb", "pb", "m",   "h", "d"};
   static const std::set<std::string> kNonBaseUnits = {
-      "milliseconds", "microseconds", "nanoseconds", "minutes", "hours", "days", "weeks",
-      "kilobytes",    "megabytes",    "gigabytes",   "bits"};
+      "milliseconds", "microseconds", "nanoseconds", "minutes",   "hours", "days",
+      "weeks",        "kilobytes",    "megabytes",   "gigabytes", "bits"};
   for (const std::string& part : name_parts(name)) {
     if (kTypes.contains(part)) problem("metric name should not include type '" + part + "'");
     if (kAbbreviations.contains(part)) problem("abbreviated unit '" + part + "'");
@@ -194,8 +199,10 @@ inline void lint_histogram(const std::string& name, const PromFamily& f,
       }
       std::optional<double> bound = parse_value(le->second);
       key.erase(le);
-      if (!bound) problems.push_back(name + ": bad le '" + le->second + "'");
-      else series[key].buckets.emplace_back(*bound, s.value);
+      if (!bound)
+        problems.push_back(name + ": bad le '" + le->second + "'");
+      else
+        series[key].buckets.emplace_back(*bound, s.value);
     } else if (s.name == name + "_sum") {
       series[key].sum = s.value;
     } else if (s.name == name + "_count") {

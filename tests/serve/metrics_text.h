@@ -10,8 +10,7 @@ namespace paceline::testing {
 
 // -1 when no series, or more than one, matches.
 inline double metric_value(const std::string& text, const std::string& name,
-                           const PromLabels& labels = {},
-                           const std::string& prefix = "paceline:") {
+                           const PromLabels& labels = {}, const std::string& prefix = "paceline:") {
   return parse_prometheus(text).value(prefix + name, labels).value_or(-1);
 }
 

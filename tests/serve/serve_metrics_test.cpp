@@ -21,16 +21,16 @@ const PromLabels kModel = {{"model_name", "my-model"}};
 
 // vLLM's request-level families (and the serving ones its dashboards plot).
 const char* const kVllmFamilies[] = {
-    "time_to_first_token_seconds",  "inter_token_latency_seconds",
-    "time_per_output_token_seconds", "request_time_per_output_token_seconds",
-    "e2e_request_latency_seconds",  "request_queue_time_seconds",
-    "request_prefill_time_seconds", "request_decode_time_seconds",
+    "time_to_first_token_seconds",    "inter_token_latency_seconds",
+    "time_per_output_token_seconds",  "request_time_per_output_token_seconds",
+    "e2e_request_latency_seconds",    "request_queue_time_seconds",
+    "request_prefill_time_seconds",   "request_decode_time_seconds",
     "request_inference_time_seconds", "request_prompt_tokens",
-    "request_generation_tokens",    "request_params_max_tokens",
-    "request_success_total",        "prompt_tokens_total",
-    "generation_tokens_total",      "num_requests_running",
-    "num_requests_waiting",         "kv_cache_usage_perc",
-    "prefix_cache_queries_total",   "prefix_cache_hits_total",
+    "request_generation_tokens",      "request_params_max_tokens",
+    "request_success_total",          "prompt_tokens_total",
+    "generation_tokens_total",        "num_requests_running",
+    "num_requests_waiting",           "kv_cache_usage_perc",
+    "prefix_cache_queries_total",     "prefix_cache_hits_total",
     "num_preemptions_total"};
 
 struct Scrape {
@@ -50,8 +50,8 @@ Scrape scrape(int port) {
 class ServeMetrics : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess({"--metrics-prefix", "vllm", "--served-model-name", "my-model",
-                                 "--max-model-len", "512"});
+    server_ = new ServerProcess(
+        {"--metrics-prefix", "vllm", "--served-model-name", "my-model", "--max-model-len", "512"});
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -138,11 +138,11 @@ TEST_F(ServeMetrics, HistogramsAgreeWithWhatTheClientSaw) {
     return after.value(name, labels) - before.value(name, labels);
   };
   const double n = static_cast<double>(sent.size());
-  for (const char* h : {"time_to_first_token_seconds", "e2e_request_latency_seconds",
-                        "request_queue_time_seconds", "request_prefill_time_seconds",
-                        "request_decode_time_seconds", "request_inference_time_seconds",
-                        "request_prompt_tokens", "request_generation_tokens",
-                        "request_params_max_tokens"}) {
+  for (const char* h :
+       {"time_to_first_token_seconds", "e2e_request_latency_seconds", "request_queue_time_seconds",
+        "request_prefill_time_seconds", "request_decode_time_seconds",
+        "request_inference_time_seconds", "request_prompt_tokens", "request_generation_tokens",
+        "request_params_max_tokens"}) {
     EXPECT_EQ(delta(std::string(h) + "_count"), n) << h;
     EXPECT_EQ(delta(std::string(h) + "_bucket", {{"le", "+Inf"}}), n) << h;
   }
