@@ -51,6 +51,31 @@ struct GetOp {
 
 const std::vector<std::string> kMetricPrefixes = {"paceline:", "vllm:", "sglang:"};
 
+// `series` without its label `label="..."`, and without the braces when it was the only one.
+std::string without_label(std::string_view series, std::string_view label) {
+  const size_t open = series.find('{');
+  if (open == std::string_view::npos) return std::string(series);
+  std::string out(series.substr(0, open));
+  std::string kept;
+  size_t pos = open + 1;
+  while (pos < series.size() && series[pos] != '}') {
+    const size_t eq = series.find('=', pos);
+    if (eq == std::string_view::npos || eq + 1 >= series.size()) return std::string(series);
+    size_t end = eq + 2;  // past the opening quote
+    while (end < series.size() && series[end] != '"') end += series[end] == '\\' ? 2 : 1;
+    if (end >= series.size()) return std::string(series);
+    const std::string_view pair = series.substr(pos, end + 1 - pos);
+    if (series.substr(pos, eq - pos) != label) {
+      if (!kept.empty()) kept += ',';
+      kept += pair;
+    }
+    pos = end + 1;
+    if (pos < series.size() && series[pos] == ',') ++pos;
+  }
+  if (!kept.empty()) out += "{" + kept + "}";
+  return out;
+}
+
 }  // namespace
 
 void async_http_get(asio::io_context& io, const HttpUrl& url, const std::string& path,
@@ -145,7 +170,7 @@ std::vector<std::pair<std::string, double>> parse_prometheus_text(
     char* parsed_end = nullptr;
     double v = std::strtod(value.c_str(), &parsed_end);
     if (parsed_end == value.c_str() || !std::isfinite(v)) continue;
-    out.emplace_back(std::string(series), v);
+    out.emplace_back(without_label(series, "model_name"), v);
   }
   return out;
 }

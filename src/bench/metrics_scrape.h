@@ -43,7 +43,9 @@ HttpGetResult http_get(const HttpUrl& url, const std::string& path, const std::s
 std::string first_model_id(const HttpGetResult& models, const HttpUrl& url);
 
 // The samples of a Prometheus text exposition whose metric name starts with one of `prefixes`:
-// ("name{labels}", value), in order; non-finite values and *_bucket series are skipped.
+// ("name{labels}", value), in order; non-finite values and *_bucket series are skipped. The
+// `model_name` label (on every series of vLLM and of paceline serve) is dropped from the key:
+// one server serves one model, so the keys stay those of the series.
 std::vector<std::pair<std::string, double>> parse_prometheus_text(
     std::string_view text, const std::vector<std::string>& prefixes);
 

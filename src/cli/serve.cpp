@@ -113,6 +113,10 @@ int drain_unless_signalled(const sigset_t& signals, const std::function<int()>& 
   return status;
 }
 
+std::string served_model_name(const ServeOptions& o, const LoadedModel& m) {
+  return o.served_model_name.empty() ? m.config.name : o.served_model_name;
+}
+
 }  // namespace
 
 void add_serve_options(CLI::App& cmd, ServeOptions& o) {
@@ -141,6 +145,10 @@ void add_serve_options(CLI::App& cmd, ServeOptions& o) {
   cmd.add_option("--step-log", o.step_log,
                  "write one JSON line per executed step to FILE (its work and times), for "
                  "`paceline profile --from-step-log`");
+  cmd.add_option("--metrics-prefix", o.metrics_prefix,
+                 "/metrics names are NAME:..., each series labelled model_name; 'vllm' gives "
+                 "vLLM's names, so its Grafana dashboards work unchanged ('' for no prefix)")
+      ->capture_default_str();
 }
 
 int run_serve(const ServeOptions& o) {
@@ -153,6 +161,7 @@ int run_serve(const ServeOptions& o) {
 
   if (o.max_waiting < 0) fail("--max-waiting must be >= 0, got {}", o.max_waiting);
   if (!(o.shutdown_timeout >= 0)) fail("--shutdown-timeout must be >= 0");
+  const std::string metrics_prefix = metrics_prefix_for(o.metrics_prefix);
   // Opened first: a path that cannot be written fails before minutes of model loading.
   std::unique_ptr<StepLog> step_log;
   if (!o.step_log.empty()) step_log = std::make_unique<StepLog>(o.step_log);
@@ -161,6 +170,8 @@ int run_serve(const ServeOptions& o) {
       resolve_engine_options(o.engine, m.config.max_position_embeddings, o.model.seed);
   SteadyClock clock;
   MetricsRegistry metrics;
+  metrics.set_prefix(metrics_prefix);
+  metrics.set_constant_labels({{"model_name", served_model_name(o, m)}});
   Engine engine(ec.scheduler, make_executor(o.model, m, ec.scheduler), clock, &metrics,
                 &ec.delayer_sources);
   if (step_log) engine.set_step_log(std::move(step_log), o.model.device, m.config.name);
@@ -169,7 +180,7 @@ int run_serve(const ServeOptions& o) {
       ec.scheduler.max_model_len, o.engine.max_model_len.has_value(), engine.config());
 
   OpenAiServiceOptions so;
-  so.served_model_name = o.served_model_name.empty() ? m.config.name : o.served_model_name;
+  so.served_model_name = served_model_name(o, m);
   so.model_root = o.model.model;
   so.api_key = o.api_key;
   so.max_model_len = max_model_len;

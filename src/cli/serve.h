@@ -21,6 +21,7 @@ struct ServeOptions {
   // 0: max-num-seqs + max-waiting + kConnectionHeadroom, within the file-descriptor limit.
   int64_t max_connections = 0;
   std::string step_log;  // a JSON line per executed step (engine/step_log.h)
+  std::string metrics_prefix = "paceline";  // /metrics names are NAME:...; "vllm" for vLLM's
 };
 
 void add_serve_options(CLI::App& cmd, ServeOptions& options);

@@ -37,8 +37,13 @@ EngineCore::EngineCore(SchedulerConfig config, std::unique_ptr<Executor> executo
                        const Clock& clock, MetricsRegistry* metrics)
     : executor_(std::move(executor)), clock_(clock), capabilities_(executor_->capabilities()) {
   scheduler_ = std::make_unique<Scheduler>(sized_for(std::move(config), capabilities_), clock_);
-  if (metrics) metrics_ = std::make_unique<EngineMetrics>(*metrics);
-  if (metrics_) metrics_->on_state(scheduler_->stats());  // kv_cache_blocks_total from the start
+  if (metrics) {
+    const SchedulerConfig& c = scheduler_->config();
+    metrics_ = std::make_unique<EngineMetrics>(
+        *metrics, EngineMetricsShape{c.max_model_len, scheduler_->delayer() != nullptr,
+                                     c.speculative.speculative_tokens});
+    metrics_->on_state(scheduler_->stats());  // kv_cache_blocks from the start
+  }
 }
 
 EngineCore::~EngineCore() {
@@ -57,8 +62,12 @@ void EngineCore::flush_step_log() {
 
 void EngineCore::add(uint64_t id, std::vector<int32_t> prompt, RequestParams params) {
   const int64_t t0 = clock_.now_ns();
+  const int64_t max_tokens = params.max_tokens;
   scheduler_->add_request(id, std::move(prompt), std::move(params));
-  if (metrics_) metrics_->on_state(scheduler_->stats());
+  if (metrics_) {
+    metrics_->on_added(id, max_tokens);
+    metrics_->on_state(scheduler_->stats());
+  }
   host_ns_ += clock_.now_ns() - t0;
 }
 
@@ -66,7 +75,7 @@ std::optional<RequestOutput> EngineCore::cancel(uint64_t id) {
   const int64_t t0 = clock_.now_ns();
   std::optional<RequestOutput> out = scheduler_->cancel(id);
   if (out) {
-    count_finished(*out);
+    observe_outputs(StepPlan{}, std::span(&*out, 1));
     // The gauges after the freed blocks, without waiting for a step.
     if (metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
   }
@@ -107,12 +116,11 @@ void EngineCore::end_step(const OutputSink& deliver) {
   }
   const int64_t t0 = clock_.now_ns();
   std::vector<RequestOutput> outputs = scheduler_->update(step.plan, step.result);
-  // Metrics first, so whoever sees a request finish also sees the gauges after its step.
+  // Metrics first, so whoever sees a request finish also sees the gauges after its step, and
+  // its latencies.
   if (metrics_) metrics_->on_step(step.plan, step.result, scheduler_->stats());
-  for (const RequestOutput& out : outputs) {
-    count_finished(out);
-    deliver(out);
-  }
+  observe_outputs(step.plan, outputs);
+  for (const RequestOutput& out : outputs) deliver(out);
   log_delayer_stats();
   if (step_log_) {
     step.timing.host_ns += clock_.now_ns() - t0;
@@ -132,7 +140,7 @@ std::vector<RequestOutput> EngineCore::end_step() {
 void EngineCore::end_failed_step(Step& step, const OutputSink& deliver) {
   for (const ScheduledSeq& s : step.plan.seqs) {
     if (auto out = scheduler_->cancel(s.request_id)) {
-      count_finished(*out);
+      observe_outputs(StepPlan{}, std::span(&*out, 1));
       deliver(*out);
     }
   }
@@ -140,13 +148,10 @@ void EngineCore::end_failed_step(Step& step, const OutputSink& deliver) {
   if (metrics_) metrics_->on_step(StepPlan{}, StepResult{}, scheduler_->stats());
 }
 
-void EngineCore::count_finished(const RequestOutput& out) {
-  if (!out.finished || !metrics_) return;
-  if (out.first_scheduled_ns >= 0) {
-    metrics_->on_first_scheduled(static_cast<double>(out.first_scheduled_ns - out.arrival_ns) *
-                                 1e-9);
-  }
-  metrics_->on_finished(out.usage);
+// On the core's clock, when the outputs are handed out: the end of the step that made them on
+// either clock (the simulator calls end_step at the step's predicted end).
+void EngineCore::observe_outputs(const StepPlan& plan, std::span<const RequestOutput> outputs) {
+  if (metrics_) metrics_->on_outputs(plan, outputs, clock_.now_ns());
 }
 
 void EngineCore::log_delayer_stats() {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,8 @@ class EngineCore {
     StepTiming timing;
   };
   void end_failed_step(Step& step, const OutputSink& deliver);
-  void count_finished(const RequestOutput& out);
+  // The request-level metrics of outputs handed out now (a cancel's, a failed step's).
+  void observe_outputs(const StepPlan& plan, std::span<const RequestOutput> outputs);
   void log_delayer_stats();
 
   std::unique_ptr<Executor> executor_;

@@ -1,5 +1,8 @@
 #include "engine/engine_metrics.h"
 
+#include <algorithm>
+#include <string>
+
 namespace paceline {
 
 namespace {
@@ -7,6 +10,9 @@ namespace {
 void add_delta(Counter& c, int64_t now, int64_t before) {
   if (now > before) c.inc(static_cast<double>(now - before));
 }
+
+const ForwardKind kForwardKinds[] = {ForwardKind::kPrefill, ForwardKind::kDecode,
+                                     ForwardKind::kMixed};
 
 Counter* fire_counter(MetricsRegistry& reg, const char* reason) {
   return &reg.counter("prefill_delayer_decisions_total", "PrefillDelayer decisions by outcome",
@@ -31,14 +37,26 @@ EngineMetrics::DelayerSeries::DelayerSeries(MetricsRegistry& reg)
                                         "Holds inside the protected decode interval")),
       hold_rate(&reg.gauge("prefill_delayer_hold_rate", "Holds over decisions since start")) {}
 
-// The always-present series are registered here, so a scrape before the first request shows
-// them at zero.
-EngineMetrics::EngineMetrics(MetricsRegistry& reg)
+EngineMetrics::SpecSeries::SpecSeries(MetricsRegistry& reg, int32_t k)
+    : drafts(&reg.counter("spec_decode_num_drafts_total", "Speculative verify rows")),
+      draft_tokens(
+          &reg.counter("spec_decode_num_draft_tokens_total", "Draft tokens of the verify rows")),
+      accepted(&reg.counter("spec_decode_num_accepted_tokens_total",
+                            "Draft tokens accepted (committed beyond the bonus token)")) {
+  for (int32_t i = 0; i < k; ++i) {
+    accepted_per_pos.push_back(&reg.counter("spec_decode_num_accepted_tokens_per_pos_total",
+                                            "Draft tokens accepted, by draft position",
+                                            {{"position", std::to_string(i)}}));
+  }
+}
+
+// Every series is registered here, so a scrape before the first request shows them at zero.
+EngineMetrics::EngineMetrics(MetricsRegistry& reg, const EngineMetricsShape& shape)
     : reg_(reg),
       running_(&reg.gauge("num_requests_running", "Requests in the running set")),
       waiting_(&reg.gauge("num_requests_waiting", "Requests waiting (preempted included)")),
       kv_usage_(&reg.gauge("kv_cache_usage_perc", "Fraction of KV blocks in use (0-1)")),
-      kv_blocks_(&reg.gauge("kv_cache_blocks_total", "KV blocks in the pool")),
+      kv_blocks_(&reg.gauge("kv_cache_blocks", "KV blocks in the pool")),
       queries_(
           &reg.counter("prefix_cache_queries_total", "Prompt tokens probed in the prefix cache")),
       hits_(&reg.counter("prefix_cache_hits_total", "Prompt tokens served by the prefix cache")),
@@ -61,7 +79,21 @@ EngineMetrics::EngineMetrics(MetricsRegistry& reg)
       finished_length_(&reg.counter("request_success_total", "Finished requests by reason",
                                     {{"finished_reason", "length"}})),
       finished_abort_(&reg.counter("request_success_total", "Finished requests by reason",
-                                   {{"finished_reason", "abort"}})) {}
+                                   {{"finished_reason", "abort"}})),
+      requests_(reg, shape.max_model_len) {
+  if (shape.delayer) delayer_.emplace(reg);
+  if (shape.speculative_tokens > 0) spec_.emplace(reg, shape.speculative_tokens);
+  for (ForwardKind kind : kForwardKinds) {
+    const MetricLabels label{{"kind", forward_kind_name(kind)}};
+    steps_[forward_kind_index(kind)] = {
+        &reg.histogram("step_time_seconds", "Forward time by kind",
+                       exponential_buckets(0.0005, 2, 16), label),
+        &reg.histogram("step_batch_size", "Sequences per forward by kind",
+                       exponential_buckets(1, 2, 11), label),
+        &reg.histogram("step_num_tokens", "Tokens per forward by kind",
+                       exponential_buckets(1, 2, 16), label)};
+  }
+}
 
 void EngineMetrics::on_state(const SchedulerStats& s) {
   running_->set(static_cast<double>(s.num_running));
@@ -90,7 +122,7 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
   add_delta(*finished_abort_, s.finished_abort, last_.finished_abort);
   if (s.delayer) on_delayer(*s.delayer);
   if (!plan.seqs.empty()) {
-    StepSeries& series = step_series(plan.kind);
+    const StepSeries& series = steps_[forward_kind_index(plan.kind)];
     series.time->observe(static_cast<double>(result.step_time_ns) * 1e-9);
     series.batch->observe(static_cast<double>(plan.seqs.size()));
     series.tokens->observe(static_cast<double>(plan.num_tokens()));
@@ -99,7 +131,7 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
 }
 
 void EngineMetrics::on_delayer(const PrefillDelayerCounters& d) {
-  if (!delayer_) delayer_.emplace(reg_);
+  if (!delayer_) delayer_.emplace(reg_);  // a delayer the shape did not announce
   const DelayerSeries& m = *delayer_;
   const PrefillDelayerCounters was = last_.delayer.value_or(PrefillDelayerCounters{});
   add_delta(*m.first, d.fire_first, was.fire_first);
@@ -116,34 +148,33 @@ void EngineMetrics::on_delayer(const PrefillDelayerCounters& d) {
   m.hold_rate->set(d.hold_rate());
 }
 
-EngineMetrics::StepSeries& EngineMetrics::step_series(ForwardKind kind) {
-  std::optional<StepSeries>& series = steps_[forward_kind_index(kind)];
-  if (series) return *series;
-  const MetricLabels label{{"kind", forward_kind_name(kind)}};
-  series = StepSeries{&reg_.histogram("step_time_seconds", "Forward time by kind",
-                                      exponential_buckets(0.0005, 2, 16), label),
-                      &reg_.histogram("step_batch_size", "Sequences per forward by kind",
-                                      exponential_buckets(1, 2, 11), label),
-                      &reg_.histogram("step_num_tokens", "Tokens per forward by kind",
-                                      exponential_buckets(1, 2, 16), label)};
-  return *series;
+void EngineMetrics::on_outputs(const StepPlan& plan, std::span<const RequestOutput> outputs,
+                               int64_t now_ns) {
+  for (const RequestOutput& out : outputs) requests_.on_output(out, now_ns);
+  if (spec_) on_spec(plan, outputs);
 }
 
-// The per-request histograms appear with the first request that finishes.
-void EngineMetrics::on_first_scheduled(double queue_seconds) {
-  if (!queue_time_) {
-    queue_time_ = &reg_.histogram("request_queue_time_seconds", "Arrival to first scheduled",
-                                  exponential_buckets(0.001, 2, 18));
+// A verify row asks for k + 1 logits (k drafts and the bonus token); what it committed beyond
+// the first token is what was accepted. The outputs follow the plan's row order, skipping rows
+// that gave nothing (a middle prefill chunk, a row cancelled during its step).
+void EngineMetrics::on_spec(const StepPlan& plan, std::span<const RequestOutput> outputs) {
+  size_t o = 0;
+  for (const ScheduledSeq& row : plan.seqs) {
+    if (o == outputs.size()) return;
+    if (outputs[o].request_id != row.request_id) continue;
+    const RequestOutput& out = outputs[o++];
+    const int64_t drafts = row.num_logits - 1;
+    if (drafts < 1) continue;
+    const auto committed = static_cast<int64_t>(out.new_token_ids.size());
+    const int64_t accepted = std::clamp<int64_t>(committed - 1, 0, drafts);
+    spec_->drafts->inc();
+    spec_->draft_tokens->inc(static_cast<double>(drafts));
+    spec_->accepted->inc(static_cast<double>(accepted));
+    for (int64_t i = 0; i < accepted && i < static_cast<int64_t>(spec_->accepted_per_pos.size());
+         ++i) {
+      spec_->accepted_per_pos[static_cast<size_t>(i)]->inc();
+    }
   }
-  queue_time_->observe(queue_seconds);
-}
-
-void EngineMetrics::on_finished(const Usage& usage) {
-  if (!prompt_len_) {
-    prompt_len_ = &reg_.histogram("request_prompt_tokens", "Prompt tokens per finished request",
-                                  exponential_buckets(16, 2, 16));
-  }
-  prompt_len_->observe(static_cast<double>(usage.prompt_tokens));
 }
 
 }  // namespace paceline

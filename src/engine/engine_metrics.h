@@ -6,37 +6,56 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "engine/metrics.h"
+#include "engine/request_metrics.h"
 #include "sched/scheduler.h"
 
 namespace paceline {
 
+// What decides which series exist: every one of them is registered (at zero) from the start, so a
+// scrape before the first request sees the whole set.
+struct EngineMetricsShape {
+  int64_t max_model_len = 0;
+  bool delayer = false;            // the prefill delayer's series
+  int32_t speculative_tokens = 0;  // > 0: the speculative-decoding counters, per position too
+};
+
 class EngineMetrics {
  public:
-  explicit EngineMetrics(MetricsRegistry& registry);
+  EngineMetrics(MetricsRegistry& registry, const EngineMetricsShape& shape);
   void on_step(const StepPlan& plan, const StepResult& result, const SchedulerStats& stats);
   // The gauges alone (running, waiting, KV use and size, the host tier), from the scheduler's
   // state now: at startup, after an add, and when a step is planned, so that they read true
   // during a long forward instead of what the last finished step left.
   void on_state(const SchedulerStats& stats);
-  void on_first_scheduled(double queue_seconds);
-  void on_finished(const Usage& usage);
+  void on_added(uint64_t id, int64_t max_tokens) { requests_.on_added(id, max_tokens); }
+  // The outputs of `plan` (or of a cancel, with an empty plan), handed out at `now_ns`.
+  void on_outputs(const StepPlan& plan, std::span<const RequestOutput> outputs, int64_t now_ns);
 
  private:
-  // The delayer's series, registered with the first stats that have a delayer.
+  // The delayer's series, when the scheduler has a delayer.
   struct DelayerSeries {
     explicit DelayerSeries(MetricsRegistry& reg);
     Counter *first, *vacuous, *nodecode, *kv, *queue_ms, *ttft, *partial, *fill, *stall;
     Counter *hold, *hold_decode_interval;
     Gauge* hold_rate;
   };
-  // A forward kind's histograms, registered with its first step.
+  // A forward kind's histograms.
   struct StepSeries {
     Histogram *time, *batch, *tokens;
   };
+  // vLLM's speculative-decoding counters: verify rows, their draft tokens, the drafts accepted
+  // (tokens committed beyond the bonus one), and accepted drafts by position.
+  struct SpecSeries {
+    SpecSeries(MetricsRegistry& reg, int32_t speculative_tokens);
+    Counter *drafts, *draft_tokens, *accepted;
+    std::vector<Counter*> accepted_per_pos;
+  };
   void on_delayer(const PrefillDelayerCounters& now);
-  StepSeries& step_series(ForwardKind kind);
+  void on_spec(const StepPlan& plan, std::span<const RequestOutput> outputs);
 
   MetricsRegistry& reg_;
   SchedulerStats last_;
@@ -46,10 +65,10 @@ class EngineMetrics {
   Counter *host_hits_, *stored_blocks_, *loaded_blocks_;
   Gauge *host_blocks_, *host_usage_;
   Counter *finished_stop_, *finished_length_, *finished_abort_;
-  Histogram* queue_time_ = nullptr;
-  Histogram* prompt_len_ = nullptr;
+  RequestMetrics requests_;
   std::optional<DelayerSeries> delayer_;
-  std::array<std::optional<StepSeries>, kNumForwardKinds> steps_;
+  std::optional<SpecSeries> spec_;
+  std::array<StepSeries, kNumForwardKinds> steps_;
 };
 
 }  // namespace paceline

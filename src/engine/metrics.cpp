@@ -1,6 +1,8 @@
 #include "engine/metrics.h"
 
+#include <cctype>
 #include <cmath>
+#include <string_view>
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -41,8 +43,78 @@ std::vector<double> exponential_buckets(double start, double factor, int n) {
   return out;
 }
 
+std::vector<double> one_two_five_buckets(int64_t max) {
+  if (max < 1) fail("one_two_five_buckets: max must be >= 1, got {}", max);
+  std::vector<double> out;
+  for (int64_t decade = 1;; decade *= 10) {
+    for (int64_t m : {1, 2, 5}) {
+      if (m * decade > max) return out;
+      out.push_back(static_cast<double>(m * decade));
+    }
+  }
+}
+
+namespace {
+
+bool is_prometheus_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+bool is_snake_case(std::string_view name) {
+  for (char c : name) {
+    if (std::isupper(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+void check_label_names(const std::string& metric, const MetricLabels& labels, bool histogram) {
+  for (const auto& [key, value] : labels) {
+    if (!is_prometheus_name(key) || key.starts_with("__")) {
+      fail("metric {}: label name '{}' is not a Prometheus label name", metric, key);
+    }
+    if (histogram && key == "le") fail("metric {}: a histogram cannot have a label 'le'", metric);
+  }
+}
+
+// The names promtool's lint accepts (the prefix's colon aside, which vLLM's names have too).
+void check_metric_name(const std::string& name, bool counter) {
+  if (!is_prometheus_name(name) || !is_snake_case(name)) {
+    fail("metric '{}': want a snake_case Prometheus name", name);
+  }
+  if (counter != name.ends_with("_total")) {
+    fail("metric '{}': {}", name,
+         counter ? "a counter's name ends in _total" : "only a counter's name ends in _total");
+  }
+  for (const char* reserved : {"_bucket", "_sum", "_count", "_created"}) {
+    if (name.ends_with(reserved)) fail("metric '{}': {} is reserved for histograms", name, reserved);
+  }
+}
+
+}  // namespace
+
+std::string metrics_prefix_for(const std::string& name) {
+  if (name.empty()) return "";
+  if (!is_prometheus_name(name)) {
+    fail("--metrics-prefix '{}': want a Prometheus name (letters, digits and '_', not starting "
+         "with a digit), e.g. 'vllm'",
+         name);
+  }
+  return name + ":";
+}
+
+void MetricsRegistry::set_constant_labels(MetricLabels labels) {
+  check_label_names("(every series)", labels, /*histogram=*/false);
+  std::lock_guard lock(mu_);
+  constant_labels_ = std::move(labels);
+}
+
 MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, const std::string& help,
                                                  Type type) {
+  if (!families_.contains(name)) check_metric_name(name, type == Type::kCounter);
   auto [it, inserted] = families_.try_emplace(name);
   if (inserted) {
     it->second.type = type;
@@ -55,6 +127,7 @@ MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, const 
 
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const MetricLabels& labels) {
+  check_label_names(name, labels, /*histogram=*/false);
   std::lock_guard lock(mu_);
   auto& slot = family(name, help, Type::kCounter).counters[labels];
   if (!slot) slot = std::make_unique<Counter>();
@@ -63,6 +136,7 @@ Counter& MetricsRegistry::counter(const std::string& name, const std::string& he
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const MetricLabels& labels) {
+  check_label_names(name, labels, /*histogram=*/false);
   std::lock_guard lock(mu_);
   auto& slot = family(name, help, Type::kGauge).gauges[labels];
   if (!slot) slot = std::make_unique<Gauge>();
@@ -72,6 +146,7 @@ Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       const std::vector<double>& bounds,
                                       const MetricLabels& labels) {
+  check_label_names(name, labels, /*histogram=*/true);
   std::lock_guard lock(mu_);
   auto& slot = family(name, help, Type::kHistogram).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(bounds);
@@ -94,6 +169,7 @@ std::string escape_label_value(const std::string& v) {
 std::string format_labels(const MetricLabels& labels, const std::string& extra_key = "",
                           const std::string& extra_value = "") {
   std::string out;
+  // `le` goes last, after the series' own labels, as the exposition examples write it.
   for (const auto& [k, v] : labels) {
     out += out.empty() ? "{" : ",";
     out += fmt::format("{}=\"{}\"", k, escape_label_value(v));
@@ -112,6 +188,14 @@ std::string format_value(double v) {
   return fmt::format("{}", v);
 }
 
+// A series' labels with the constant ones added; its own win.
+MetricLabels with_constant(const MetricLabels& labels, const MetricLabels& constant) {
+  if (constant.empty()) return labels;
+  MetricLabels all = labels;
+  all.insert(constant.begin(), constant.end());
+  return all;
+}
+
 }  // namespace
 
 std::string MetricsRegistry::render_prometheus(const std::string& prefix) const {
@@ -123,13 +207,16 @@ std::string MetricsRegistry::render_prometheus(const std::string& prefix) const 
                        : fam.type == Type::kGauge ? "gauge"
                                                   : "histogram";
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", full, fam.help, full, type);
-    for (const auto& [labels, c] : fam.counters) {
+    for (const auto& [own, c] : fam.counters) {
+      const MetricLabels labels = with_constant(own, constant_labels_);
       out += fmt::format("{}{} {}\n", full, format_labels(labels), format_value(c->value()));
     }
-    for (const auto& [labels, g] : fam.gauges) {
+    for (const auto& [own, g] : fam.gauges) {
+      const MetricLabels labels = with_constant(own, constant_labels_);
       out += fmt::format("{}{} {}\n", full, format_labels(labels), format_value(g->value()));
     }
-    for (const auto& [labels, h] : fam.histograms) {
+    for (const auto& [own, h] : fam.histograms) {
+      const MetricLabels labels = with_constant(own, constant_labels_);
       auto counts = h->cumulative_counts();
       for (size_t i = 0; i < h->bounds().size(); ++i) {
         out += fmt::format("{}_bucket{} {}\n", full,

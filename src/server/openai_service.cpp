@@ -177,7 +177,7 @@ void OpenAiService::install(HttpServer& server) {
     w->send(200, "application/json", "{\"version\":\"" + options_.version + "\"}");
   });
   server.route("GET", "/metrics", [this](const HttpRequest&, std::shared_ptr<ResponseWriter> w) {
-    w->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render_prometheus("paceline:"));
+    w->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render_prometheus());
   });
 }
 

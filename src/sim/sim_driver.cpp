@@ -59,6 +59,8 @@ struct SimEngine {
         core(config.scheduler, std::move(executor_owned), clock, &metrics),
         transport(core, clock, config.prompt),
         oracle(config.scheduler.block_size, config.prompt) {
+    // The model_name label `serve` gives every series, so metrics.prom reads like its /metrics.
+    if (!config.model.empty()) metrics.set_constant_labels({{"model_name", config.model}});
     if (config.scheduler.kv_policy == KvPolicy::kOracle) {
       core.scheduler().set_next_use_oracle(&oracle);
       transport.set_oracle(&oracle);

@@ -39,6 +39,20 @@ TEST(PrometheusText, KeepsWantedNumericSeries) {
   EXPECT_EQ(s[4].second, 0.5);
 }
 
+// Every series of vLLM and of paceline serve has model_name; one server serves one model, so the
+// keys leave it out and stay those of the series.
+TEST(PrometheusText, LeavesTheModelNameLabelOutOfTheKey) {
+  const auto s = parse_prometheus_text(
+      "vllm:generation_tokens_total{model_name=\"m\"} 5\n"
+      "vllm:request_success_total{finished_reason=\"stop\",model_name=\"a,\\\"b\"} 2\n"
+      "vllm:spec{engine=\"0\",model_name=\"m\",position=\"1\"} 1\n",
+      kPrefixes);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].first, "vllm:generation_tokens_total");
+  EXPECT_EQ(s[1].first, "vllm:request_success_total{finished_reason=\"stop\"}");
+  EXPECT_EQ(s[2].first, "vllm:spec{engine=\"0\",position=\"1\"}");
+}
+
 TEST(MetricsScraper, WritesALinePerScrapeAndTheHoldRateOverTheWindow) {
   std::atomic<int> served{0};
   test_util::FakeSseServer server([&](const std::string&, int) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "prometheus_text.h"
 
 namespace paceline {
 namespace {
@@ -189,6 +190,128 @@ TEST(EngineCore, TheStepLogHeaderIsTheExecutorsReportAndEachStepItsCost) {
   EXPECT_EQ(lines[2]["t_us"], 1'005'000);
   EXPECT_DOUBLE_EQ(lines[2]["execute_us"].get<double>(), 5000.0);
   EXPECT_DOUBLE_EQ(lines[2]["host_us"].get<double>(), 0.0);
+}
+
+// vLLM's request-level series, timed on the core's clock at the end of each step: 2 ms queued,
+// a 5 ms prefill that gives the first token, two 5 ms decodes.
+TEST(EngineCore, RequestLatenciesAreTheCoresClockAtEachStepsEnd) {
+  Rig rig;
+  rig.core.add(1, std::vector<int32_t>(10, 3), max_tokens(3));
+  rig.clock.advance_ns(2'000'000);
+  rig.step();
+  rig.step();
+  const std::vector<RequestOutput> out = rig.step();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].finished);
+  const testing::PromText m = testing::parse_prometheus(rig.metrics.render_prometheus("p:"));
+  EXPECT_EQ(m.problems, std::vector<std::string>{});
+  auto count = [&](const std::string& name) { return m.value("p:" + name + "_count"); };
+  auto sum = [&](const std::string& name) { return m.value("p:" + name + "_sum").value_or(-1); };
+  EXPECT_EQ(count("time_to_first_token_seconds"), 1);
+  EXPECT_NEAR(sum("time_to_first_token_seconds"), 0.007, 1e-12);
+  EXPECT_EQ(count("inter_token_latency_seconds"), 2);
+  EXPECT_NEAR(sum("inter_token_latency_seconds"), 0.010, 1e-12);
+  EXPECT_EQ(count("time_per_output_token_seconds"), 2);
+  EXPECT_EQ(count("request_time_per_output_token_seconds"), 1);
+  EXPECT_NEAR(sum("request_time_per_output_token_seconds"), 0.005, 1e-12);
+  EXPECT_NEAR(sum("e2e_request_latency_seconds"), 0.017, 1e-12);
+  EXPECT_NEAR(sum("request_queue_time_seconds"), 0.002, 1e-12);
+  EXPECT_NEAR(sum("request_prefill_time_seconds"), 0.005, 1e-12);
+  EXPECT_NEAR(sum("request_decode_time_seconds"), 0.010, 1e-12);
+  EXPECT_NEAR(sum("request_inference_time_seconds"), 0.015, 1e-12);
+  EXPECT_EQ(sum("request_prompt_tokens"), 10);
+  EXPECT_EQ(sum("request_generation_tokens"), 3);
+  EXPECT_EQ(sum("request_params_max_tokens"), 3);
+  // vLLM's bounds: the 7 ms TTFT is above 0.005 and at most 0.01.
+  EXPECT_EQ(m.value("p:time_to_first_token_seconds_bucket", {{"le", "0.005"}}), 0);
+  EXPECT_EQ(m.value("p:time_to_first_token_seconds_bucket", {{"le", "0.01"}}), 1);
+  EXPECT_EQ(m.value("p:request_prompt_tokens_bucket", {{"le", "10"}}), 1);
+}
+
+// A request cancelled while waiting never ran: it has an end-to-end latency, no phases.
+TEST(EngineCore, ARequestCancelledWhileWaitingHasNoPhases) {
+  Rig rig;
+  rig.core.add(1, std::vector<int32_t>(10, 3), max_tokens(3));
+  rig.clock.advance_ns(4'000'000);
+  ASSERT_TRUE(rig.core.cancel(1));
+  const testing::PromText m = testing::parse_prometheus(rig.metrics.render_prometheus("p:"));
+  EXPECT_EQ(m.value("p:e2e_request_latency_seconds_count"), 1);
+  EXPECT_NEAR(m.value("p:e2e_request_latency_seconds_sum").value_or(-1), 0.004, 1e-12);
+  EXPECT_EQ(m.value("p:request_queue_time_seconds_count"), 0);
+  EXPECT_EQ(m.value("p:time_to_first_token_seconds_count"), 0);
+  EXPECT_EQ(m.value("p:request_success_total", {{"finished_reason", "abort"}}), 1);
+}
+
+// k = 2 drafts at acceptance length 2: each verify commits one draft and the bonus token; the
+// last verify, one token from max_tokens, has one draft.
+TEST(EngineCore, SpeculativeDecodingCountsDraftsAndAcceptedTokens) {
+  SchedulerConfig config = small_config();
+  config.speculative.speculative_tokens = 2;
+  config.speculative.acceptance_length = 2.0;
+  Rig rig(ScriptedExecutor::default_caps(), config);
+  const std::string before = rig.metrics.render_prometheus("p:");
+  EXPECT_NE(before.find("p:spec_decode_num_drafts_total 0\n"), std::string::npos) << before;
+  EXPECT_NE(before.find("p:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"} 0\n"),
+            std::string::npos);
+  rig.core.add(1, std::vector<int32_t>(10, 3), max_tokens(9));
+  int64_t verify_rows = 0, drafts = 0;
+  while (rig.core.has_unfinished()) {
+    const std::optional<StepStart> s = rig.core.begin_step();
+    ASSERT_TRUE(s);
+    for (const ScheduledSeq& row : s->plan->seqs) {
+      if (row.num_logits > 1) {
+        ++verify_rows;
+        drafts += row.num_logits - 1;
+      }
+    }
+    rig.clock.advance_ns(s->duration_ns);
+    rig.core.end_step();
+  }
+  EXPECT_EQ(verify_rows, 4);  // 1 token from the prefill, then 2 + 2 + 2 + 2
+  const testing::PromText m = testing::parse_prometheus(rig.metrics.render_prometheus("p:"));
+  EXPECT_EQ(m.problems, std::vector<std::string>{});
+  EXPECT_EQ(m.value("p:spec_decode_num_drafts_total"), verify_rows);
+  EXPECT_EQ(m.value("p:spec_decode_num_draft_tokens_total"), drafts);
+  EXPECT_EQ(m.value("p:spec_decode_num_accepted_tokens_total"), 4);
+  EXPECT_EQ(m.value("p:spec_decode_num_accepted_tokens_per_pos_total", {{"position", "0"}}), 4);
+  EXPECT_EQ(m.value("p:spec_decode_num_accepted_tokens_per_pos_total", {{"position", "1"}}), 0);
+  EXPECT_EQ(m.value("p:generation_tokens_total"), 9);
+}
+
+// Before any request, every series is there at zero: the delayer's, each forward kind's, the
+// request histograms; and the whole text passes promtool's rules.
+TEST(EngineCore, EverySeriesExistsFromTheStart) {
+  SchedulerConfig config = small_config();
+  config.delayer.enabled = true;
+  config.delayer.prefill_decode_interval = 4;
+  Rig rig(ScriptedExecutor::default_caps(), config);
+  rig.metrics.set_constant_labels({{"model_name", "tiny"}});
+  const testing::PromText m = testing::parse_prometheus(rig.metrics.render_prometheus("vllm:"));
+  EXPECT_EQ(m.problems, std::vector<std::string>{});
+  for (const char* name :
+       {"time_to_first_token_seconds", "inter_token_latency_seconds",
+        "time_per_output_token_seconds", "request_time_per_output_token_seconds",
+        "e2e_request_latency_seconds", "request_queue_time_seconds",
+        "request_prefill_time_seconds", "request_decode_time_seconds",
+        "request_inference_time_seconds", "request_prompt_tokens", "request_generation_tokens",
+        "request_params_max_tokens", "request_success_total", "prompt_tokens_total",
+        "generation_tokens_total", "num_requests_running", "num_requests_waiting",
+        "kv_cache_usage_perc", "kv_cache_blocks", "prefix_cache_queries_total",
+        "prefix_cache_hits_total", "num_preemptions_total", "prefill_delayer_decisions_total",
+        "prefill_delayer_hold_rate", "step_time_seconds"}) {
+    EXPECT_TRUE(m.families.contains(std::string("vllm:") + name)) << name;
+  }
+  for (const char* kind : {"prefill", "decode", "mixed"}) {
+    EXPECT_EQ(m.value("vllm:step_time_seconds_count", {{"kind", kind}}), 0) << kind;
+  }
+  EXPECT_EQ(m.value("vllm:prefill_delayer_decisions_total",
+                    {{"outcome", "hold"}, {"model_name", "tiny"}}),
+            0);
+  for (const auto& [name, family] : m.families) {
+    for (const testing::PromSample& s : family.samples) {
+      EXPECT_EQ(s.labels.count("model_name"), 1u) << s.name;
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "metrics_text.h"
 #include "server_process.h"
 
 namespace paceline {
@@ -13,6 +14,8 @@ namespace {
 using nlohmann::json;
 using testing::http;
 using testing::HttpReply;
+using testing::PromLabels;
+using testing::scrape_metric;
 using testing::ServerProcess;
 
 // 200 token ids from `first`: 12 full blocks of 16 and 8 tokens.
@@ -22,12 +25,8 @@ std::string completion_body(int first) {
   return json{{"prompt", ids}, {"max_tokens", 4}, {"temperature", 0}}.dump();
 }
 
-double metric(int port, const std::string& series) {
-  HttpReply r = http(port, "GET", "/metrics");
-  const std::string key = "\npaceline:" + series + " ";
-  const size_t at = r.body.find(key);
-  if (at == std::string::npos) return -1;
-  return std::stod(r.body.substr(at + key.size()));
+double metric(int port, const std::string& name, const PromLabels& labels = {}) {
+  return scrape_metric(port, name, labels);
 }
 
 struct Answer {
@@ -60,8 +59,8 @@ TEST(ServeHostTier, APrefixPushedOutOfTheKvCacheComesBackFromHostMemory) {
   EXPECT_EQ(again.text, first.text);    // the loaded KV is the KV that was computed
   EXPECT_EQ(metric(server.port(), "kv_host_cache_blocks"), 32);
   EXPECT_GT(metric(server.port(), "prefix_cache_host_hits_total"), 0);
-  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total{direction=\"store\"}"), 0);
-  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total{direction=\"load\"}"), 0);
+  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total", {{"direction", "store"}}), 0);
+  EXPECT_GT(metric(server.port(), "kv_offload_blocks_total", {{"direction", "load"}}), 0);
   EXPECT_GT(metric(server.port(), "kv_host_cache_usage_perc"), 0);
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "metrics_text.h"
 #include "server_process.h"
 
 namespace paceline::testing {
@@ -16,13 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-double metric(int port, const std::string& name) {
-  HttpReply r = http(port, "GET", "/metrics");
-  std::string key = "paceline:" + name + " ";
-  size_t at = r.body.find("\n" + key);
-  if (at == std::string::npos) return -1;
-  return std::stod(r.body.substr(at + 1 + key.size()));
-}
+double metric(int port, const std::string& name) { return scrape_metric(port, name); }
 
 std::string chat_body(const std::string& content, int max_tokens, bool stream) {
   json body = {{"model", "qwen3-tiny"},

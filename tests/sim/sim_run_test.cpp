@@ -11,6 +11,7 @@
 #include "sim/profile_table.h"
 #include "sim/sim_profile.h"
 #include "base/error.h"
+#include "../engine/prometheus_text.h"
 
 namespace paceline::sim {
 namespace {
@@ -94,6 +95,33 @@ TEST(SimRun, UsesTheRealEnginesKvPrefixCacheAndCounters) {
   EXPECT_EQ(run.engine.prefill_steps + run.engine.decode_steps + run.engine.mixed_steps,
             run.executor.steps);
   EXPECT_FALSE(run.engine.delayer);  // interval 0 and no queue limit: no delayer
+}
+
+// The simulator reports vLLM's request-level series as serve does, from the same engine core on
+// the virtual clock: one TTFT and one end-to-end latency per finished request, the phases adding
+// up, and model_name on every series.
+TEST(SimRun, MetricsHaveTheRequestLatenciesOnTheVirtualClock) {
+  SimRunConfig c = config(8, 300, 0);
+  c.model = "qwen3-8b";
+  const SimRun run = run_sim(agentx(), c, *h200().profile.cost);
+  const testing::PromText m = testing::parse_prometheus(run.metrics);
+  EXPECT_EQ(m.problems, std::vector<std::string>{});
+  auto v = [&](const std::string& name, testing::PromLabels labels = {}) {
+    labels["model_name"] = "qwen3-8b";
+    return m.value("paceline:" + name, labels).value_or(-1);
+  };
+  const double finished = v("request_success_total", {{"finished_reason", "stop"}}) +
+                          v("request_success_total", {{"finished_reason", "length"}}) +
+                          v("request_success_total", {{"finished_reason", "abort"}});
+  EXPECT_GT(finished, 20);
+  EXPECT_EQ(v("e2e_request_latency_seconds_count"), finished);
+  EXPECT_EQ(v("request_generation_tokens_sum"), v("generation_tokens_total"));
+  EXPECT_GT(v("time_to_first_token_seconds_count"), 20);
+  EXPECT_GT(v("inter_token_latency_seconds_count"), v("time_to_first_token_seconds_count"));
+  EXPECT_NEAR(v("request_inference_time_seconds_sum"),
+              v("request_prefill_time_seconds_sum") + v("request_decode_time_seconds_sum"),
+              1e-6 * v("request_inference_time_seconds_sum"));
+  EXPECT_GT(v("request_decode_time_seconds_sum"), 0);
 }
 
 // A profile fitted to steps the roofline would take, logged on a machine that ran 50% slower for
