@@ -19,6 +19,8 @@ struct EngineOptions {
   std::string schedule_policy = "fcfs";
   double schedule_policy_max_wait_ms = 30000;
   int64_t long_prefill_token_threshold = 0;
+  // Unset: the front end's default (serve: kCpuMaxStepMs on the CPU, else off; sim: off).
+  std::optional<double> max_step_ms;
   std::string cudagraph_capture_sizes;  // empty: the default list
   int32_t speculative_tokens = 0;
   std::optional<double> spec_acceptance_length;
@@ -27,6 +29,12 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App& cmd, EngineOptions& options);
+
+// serve's --max-step-ms on the CPU executor. Its forward is slow and quadratic in the context (the
+// tiny model took 17 s for one 2,000-token prefill): a second bounds what an abort or SIGTERM
+// waits for the step in flight and the other streams' stall, while the prompts of a few hundred
+// tokens a CPU usually serves still take one step.
+inline constexpr double kCpuMaxStepMs = 1000;
 
 struct ResolvedEngineConfig {
   SchedulerConfig scheduler;

@@ -166,8 +166,12 @@ int run_serve(const ServeOptions& o) {
   std::unique_ptr<StepLog> step_log;
   if (!o.step_log.empty()) step_log = std::make_unique<StepLog>(o.step_log);
   LoadedModel m = load_model(o.model);
+  EngineOptions engine_options = o.engine;
+  if (!engine_options.max_step_ms && o.model.device == "cpu") {
+    engine_options.max_step_ms = kCpuMaxStepMs;
+  }
   ResolvedEngineConfig ec =
-      resolve_engine_options(o.engine, m.config.max_position_embeddings, o.model.seed);
+      resolve_engine_options(engine_options, m.config.max_position_embeddings, o.model.seed);
   SteadyClock clock;
   MetricsRegistry metrics;
   metrics.set_prefix(metrics_prefix);
@@ -201,9 +205,9 @@ int run_serve(const ServeOptions& o) {
   server.start();
   spdlog::info(
       "paceline serve: model '{}' at http://{}:{} (max_model_len {}, schedule {}, "
-      "max_connections {})",
+      "max_connections {}, max_step_ms {})",
       so.served_model_name, o.host, server.port(), so.max_model_len, o.engine.schedule,
-      ho.max_connections);
+      ho.max_connections, ec.scheduler.max_step_ms);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -14,6 +14,7 @@
 #include "bench/sweep_manifest.h"
 #include "cli/model_options.h"
 #include "model/config.h"
+#include "sim/consistent_hash_ring.h"
 #include "sim/sim_driver.h"
 #include "sim/sim_profile.h"
 #include "sim/step_noise.h"
@@ -26,6 +27,7 @@ namespace {
 struct SimSetup {
   sim::StepNoiseMode step_noise = sim::StepNoiseMode::kNone;  // resolved: none or replay
   sim::RouterKind router = sim::RouterKind::kSession;
+  std::vector<std::string> replica_servers;
   ModelConfig model;
   sim::SimProfile profile;
   ResolvedEngineConfig engine;
@@ -34,15 +36,59 @@ struct SimSetup {
   sim::SimTraces traces;
 };
 
+// --replica-servers, one name per replica; its default: scripts/serve_replicas's names.
+std::vector<std::string> replica_servers(const SimOptions& o) {
+  if (o.replicas < 1) fail("--replicas must be at least 1 (got {})", o.replicas);
+  if (o.replica_servers.empty()) return sim::serve_replicas_servers(o.replicas);
+  std::vector<std::string> names;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = o.replica_servers.find(',', from);
+    names.push_back(o.replica_servers.substr(from, comma - from));
+    if (names.back().empty()) fail("--replica-servers '{}': an empty name", o.replica_servers);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (static_cast<int>(names.size()) != o.replicas) {
+    fail("--replica-servers names {} servers for --replicas {}", names.size(), o.replicas);
+  }
+  return names;
+}
+
+// --show-routes: where nginx's consistent hash sends each session id of the file.
+int show_routes(const SimOptions& o) {
+  const std::vector<std::string> servers = replica_servers(o);
+  const sim::ConsistentHashRing ring(servers);
+  std::FILE* in = std::fopen(o.show_routes.c_str(), "r");
+  if (in == nullptr) fail("--show-routes: cannot read '{}'", o.show_routes);
+  char line[4096];
+  while (std::fgets(line, sizeof(line), in) != nullptr) {
+    std::string key(line);
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+    if (key.empty()) continue;
+    std::printf("%s %s\n", key.c_str(), servers[static_cast<size_t>(ring.server_of(key))].c_str());
+  }
+  std::fclose(in);
+  return 0;
+}
+
 SimSetup prepare(const SimOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024) {
     fail("--block-size: {} is out of range 1..1024", o.block_size);
   }
-  if (o.replicas < 1) fail("--replicas must be at least 1 (got {})", o.replicas);
   SimSetup s;
   const std::optional<sim::RouterKind> router = sim::router_kind_from_name(o.router);
   if (!router) fail("--router: '{}' is not one of session, round-robin, least-loaded", o.router);
   s.router = *router;
+  s.replica_servers = replica_servers(o);
+  if (s.router == sim::RouterKind::kSession && o.replicas > 1) {
+    const std::vector<double> shares = sim::ConsistentHashRing(s.replica_servers).shares();
+    std::string line;
+    for (size_t i = 0; i < shares.size(); ++i) {
+      line += fmt::format("{}{} {:.1f}%", i ? ", " : "", s.replica_servers[i], 100 * shares[i]);
+    }
+    spdlog::info("sim: the session ring (nginx's hash consistent, 160 points a server): {}", line);
+  }
   s.model = model_config_load(o.model);
   const int64_t kv_element_bytes = o.kv_cache_dtype == "fp8"    ? 1
                                    : o.kv_cache_dtype == "bf16" ? 2
@@ -116,6 +162,7 @@ sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurr
   c.summary.gpus *= o.replicas;
   c.replicas = o.replicas;
   c.router = s.router;
+  c.replica_servers = s.replica_servers;
   c.step_noise = s.step_noise;
   c.step_noise_seed = o.step_noise_seed.value_or(o.seed);
   return c;
@@ -242,7 +289,8 @@ std::pair<bench::Summary, std::optional<double>> run_point(const SimOptions& o, 
 }  // namespace
 
 void add_sim_options(CLI::App& cmd, SimOptions& o) {
-  add_replay_options(cmd, o.replay);
+  // --traces is checked in run_sim: --show-routes needs none.
+  add_replay_options(cmd, o.replay, /*traces_required=*/false);
   cmd.add_option("--concurrency", o.concurrency,
                  "lanes (closed loop); a list such as 1,16,48 runs each into OUT/conc-N")
       ->delimiter(',')
@@ -289,6 +337,12 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                  "how requests reach replicas: session (a hash of the agent session, as nginx's "
                  "hash $http_x_session_id consistent), round-robin, least-loaded (fewest in flight)")
       ->capture_default_str();
+  cmd.add_option("--replica-servers", o.replica_servers,
+                 "the replicas' names in nginx's upstream, HOST:PORT,... (they place them on the "
+                 "session ring; default: scripts/serve_replicas's, 127.0.0.1:8001 and on)");
+  cmd.add_option("--show-routes", o.show_routes,
+                 "FILE of session ids, one a line: print the replica nginx's consistent hash "
+                 "sends each to, and simulate nothing");
   add_engine_options(cmd, o.engine);
   // CLI11 2.1 assigns an std::optional<bool> flag when the flag is added (CLIUtils/CLI11#694),
   // which would read as --no-prefill-delayer and hide ATOM_ENABLE_PREFILL_DELAYER: unset it.
@@ -296,11 +350,14 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
 }
 
 void run_sim_point(const SimOptions& o, int concurrency, const std::string& run_dir) {
+  if (o.replay.traces.empty()) fail("--traces is required (an AgentX file or folder, or a .jsonl)");
   const SimSetup setup = prepare(o);
   run_point(o, setup, concurrency, run_dir);
 }
 
 int run_sim(const SimOptions& o) {
+  if (!o.show_routes.empty()) return show_routes(o);
+  if (o.replay.traces.empty()) fail("--traces is required (an AgentX file or folder, or a .jsonl)");
   const SimSetup setup = prepare(o);
   std::vector<bench::Summary> summaries;
   std::vector<std::optional<double>> hold_rates;

@@ -35,6 +35,12 @@ struct SimOptions {
   // least-loaded. Each replica has the whole KV cache and --gpus GPUs.
   int replicas = 1;
   std::string router = "session";
+  // The replicas' names in nginx's upstream, comma-separated (the session rule's ring); empty:
+  // scripts/serve_replicas's on its default port, 127.0.0.1:8001 and on.
+  std::string replica_servers;
+  // A file of session ids, one a line: print the replica each goes to under --router session,
+  // and simulate nothing.
+  std::string show_routes;
 
   // The replay, as `paceline bench` spells it.
   ReplayOptions replay;

@@ -37,6 +37,14 @@ EngineCore::EngineCore(SchedulerConfig config, std::unique_ptr<Executor> executo
                        const Clock& clock, MetricsRegistry* metrics)
     : executor_(std::move(executor)), clock_(clock), capabilities_(executor_->capabilities()) {
   scheduler_ = std::make_unique<Scheduler>(sized_for(std::move(config), capabilities_), clock_);
+  if (scheduler_->config().max_step_ms > 0) {
+    const StepCostModel* cost = executor_->step_cost_model();
+    if (cost == nullptr) {
+      measured_cost_ = std::make_unique<MeasuredStepCost>();
+      cost = measured_cost_.get();
+    }
+    scheduler_->set_step_cost(cost);
+  }
   if (metrics) {
     const SchedulerConfig& c = scheduler_->config();
     metrics_ = std::make_unique<EngineMetrics>(
@@ -115,6 +123,8 @@ void EngineCore::end_step(const OutputSink& deliver) {
     return;
   }
   const int64_t t0 = clock_.now_ns();
+  // The step's measured time, before update() moves the requests on.
+  if (measured_cost_) measured_cost_->observe(step_work(step.plan), step.timing.execute_ns);
   std::vector<RequestOutput> outputs = scheduler_->update(step.plan, step.result);
   // Metrics first, so whoever sees a request finish also sees the gauges after its step, and
   // its latencies.

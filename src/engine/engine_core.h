@@ -26,6 +26,7 @@
 #include "engine/metrics.h"
 #include "engine/step_log.h"
 #include "exec/executor.h"
+#include "sched/measured_step_cost.h"
 #include "sched/scheduler.h"
 
 namespace paceline {
@@ -76,6 +77,8 @@ class EngineCore {
   const Scheduler& scheduler() const { return *scheduler_; }
   Scheduler& scheduler() { return *scheduler_; }
   Executor& executor() { return *executor_; }
+  // The fit --max-step-ms bounds prefills with on a real executor; nullptr otherwise.
+  const MeasuredStepCost* measured_step_cost() const { return measured_cost_.get(); }
 
  private:
   struct Step {
@@ -95,6 +98,8 @@ class EngineCore {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<StepLog> step_log_;
+  // --max-step-ms on an executor that predicts nothing itself: its measured steps, fitted.
+  std::unique_ptr<MeasuredStepCost> measured_cost_;
   std::optional<Step> step_;
   // Time spent in add and cancel since the last step began: the next step's host time.
   int64_t host_ns_ = 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/step_cost.h"
 #include "sched/step_plan.h"
 
 namespace paceline {
@@ -34,6 +35,10 @@ class Executor {
   virtual ~Executor() = default;
   virtual StepResult execute(const StepPlan& plan) = 0;
   virtual ExecutorCapabilities capabilities() const = 0;
+  // What its step times are predicted with, for --max-step-ms, when the executor knows them
+  // beforehand (the simulator's cost model); nullptr: the engine core fits its measured steps
+  // (MeasuredStepCost).
+  virtual const StepCostModel* step_cost_model() const { return nullptr; }
   KvCacheShape kv_cache_shape() const { return capabilities().kv; }
 };
 

@@ -68,7 +68,9 @@ void Scheduler::schedule_partial_prefills(Pass& pass) {
   for (size_t i = 0; i < running_.size() && pass.budget > 0; ++i) {
     Request& r = *running_[i];
     if (!r.in_prefill()) continue;
-    const int64_t n = prefill_chunk(r.prefill_end - r.num_computed_tokens, pass.budget);
+    const int64_t n = time_bounded_chunk(
+        r, r.num_computed_tokens,
+        prefill_chunk(r.prefill_end - r.num_computed_tokens, pass.budget), pass);
     if (n == 0 || !reserve(r, n, pass)) break;
     pass.rows.push_back({&r, n, true});
     pass.budget -= n;
@@ -117,7 +119,8 @@ void Scheduler::admit_by_prefix(Pass& pass) {
 
 // Admits one waiting request with its prefix hit into this pass, if it fits.
 Scheduler::Admit Scheduler::try_admit(Request& r, const PrefixHit& hit, Pass& pass) {
-  const int64_t n = prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget);
+  const int64_t n = time_bounded_chunk(
+      r, hit.num_tokens, prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget), pass);
   if (n == 0) return Admit::kNoBudget;
   // Blocks for the whole prompt, not just the first chunk: later chunks then never preempt,
   // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule).

@@ -19,6 +19,7 @@
 #include "sched/request.h"
 #include "sched/scheduler_config.h"
 #include "sched/spec_acceptance.h"
+#include "sched/step_cost.h"
 #include "sched/step_plan.h"
 
 namespace paceline {
@@ -76,6 +77,9 @@ class Scheduler {
   const KvManager& kv() const { return kv_; }
   // The next-use oracle of --kv-policy oracle (the simulator's); must outlive the scheduler.
   void set_next_use_oracle(NextUseOracle* oracle) { kv_.set_oracle(oracle); }
+  // What --max-step-ms predicts step times with; must outlive the scheduler. Without one (or
+  // with max_step_ms 0, or chunked prefill off) prefills are bounded by tokens alone.
+  void set_step_cost(const StepCostModel* cost) { step_cost_ = cost; }
   // Null unless the delayer is active; the engine logs its describe() and stats lines.
   PrefillDelayer* delayer() { return delayer_.get(); }
   const std::vector<int32_t>& cudagraph_capture_sizes() const { return cudagraph_sizes_; }
@@ -106,6 +110,10 @@ class Scheduler {
   bool reserve(Request& request, int64_t num_tokens, Pass& pass);
   void preempt(Request& victim, Pass& pass);
   int64_t prefill_chunk(int64_t remaining, int64_t budget) const;
+  // step_time_bound.cpp: --max-step-ms.
+  int64_t time_bounded_chunk(const Request& request, int64_t start, int64_t n,
+                             const Pass& pass) const;
+  StepWork pass_work(const Pass& pass) const;
   int64_t decode_tokens(const Request& request) const;
   StepPlan make_plan(const Pass& pass);
   // prefill_probe.cpp: what the delayer is told before each pass.
@@ -124,6 +132,7 @@ class Scheduler {
   std::vector<int32_t> cudagraph_sizes_;
   std::unique_ptr<SpecAcceptance> spec_;
   std::unique_ptr<PrefillDelayer> delayer_;
+  const StepCostModel* step_cost_ = nullptr;
 
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;   // arrival order; preempted requests go back to the front

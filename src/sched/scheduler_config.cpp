@@ -1,5 +1,6 @@
 #include "sched/scheduler_config.h"
 
+#include <cmath>
 #include <limits>
 
 #include "base/error.h"
@@ -41,6 +42,10 @@ void SchedulerConfig::validate() const {
   if (num_kv_blocks < 1) fail("the KV cache must hold at least one block (got {})", num_kv_blocks);
   if (long_prefill_token_threshold < 0) {
     fail("--long-prefill-token-threshold must be 0 or more (got {})", long_prefill_token_threshold);
+  }
+  if (!(max_step_ms >= 0) || !std::isfinite(max_step_ms)) {
+    fail("--max-step-ms must be 0 (off) or a positive number of milliseconds (got {})",
+         max_step_ms);
   }
   if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len) {
     fail(

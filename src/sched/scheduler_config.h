@@ -52,6 +52,9 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;
   // Most prefill tokens one request computes in one forward; 0: only the budget limits it.
   int64_t long_prefill_token_threshold = 0;  // --long-prefill-token-threshold
+  // --max-step-ms: prefill tokens per forward are cut so that the forward's predicted time (the
+  // executor's step-cost model, Scheduler::set_step_cost) stays under this; 0: no time bound.
+  double max_step_ms = 0;
   // Decode batch sizes with a captured CUDA graph; empty: the default list for max_num_seqs.
   std::vector<int32_t> cudagraph_capture_sizes;  // --cudagraph-capture-sizes
   SpecAcceptanceConfig speculative;              // --speculative-tokens and acceptance

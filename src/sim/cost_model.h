@@ -8,28 +8,14 @@
 #include <vector>
 
 #include "sched/step_plan.h"
+#include "sched/step_work.h"
 
 namespace paceline::sim {
 
-// What a forward computes, reduced to the numbers its time depends on.
-struct StepWork {
-  ForwardKind kind = ForwardKind::kDecode;
-  int64_t num_seqs = 0;
-  int64_t tokens = 0;  // tokens computed: prefill chunks, decode and verify tokens
-  // Decode replaying a CUDA graph: the captured batch size it is padded to; 0: eager.
-  int64_t graph_batch = 0;
-  // Rows a graph computes for nothing: (graph_batch - num_seqs) times the widest row's tokens.
-  // They go through every linear layer and the LM head like real rows.
-  int64_t padding_rows = 0;
-  int64_t logit_rows = 0;  // rows that go through the LM head and the sampler (no padding)
-  // KV positions attended: the sum over sequences of their context after this step.
-  int64_t context = 0;
-  // Causal query-key pairs: for a sequence with `s` cached positions and `n` new tokens,
-  // n * s + n * (n + 1) / 2. Equals `context` for a decode.
-  int64_t attention = 0;
-};
-
-StepWork step_work(const StepPlan& plan);
+// StepWork and step_work() live in the scheduler's module (sched/step_work.h), whose step-time
+// bound reads the same numbers of a plan.
+using paceline::StepWork;
+using paceline::step_work;
 
 // How a server's steps of one kind compared with a fit, in the order they ran: step i started at
 // t_us[i] on the server's clock (ascending) and took ratio[i] times the predicted time. All kinds

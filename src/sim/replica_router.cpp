@@ -25,25 +25,24 @@ const char* router_kind_name(RouterKind kind) {
   return "?";
 }
 
-int session_replica(std::string_view key, int n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return static_cast<int>(h % static_cast<uint64_t>(n));
-}
-
-ReplicaRouter::ReplicaRouter(std::vector<SimTransport*> replicas, RouterKind kind)
+ReplicaRouter::ReplicaRouter(std::vector<SimTransport*> replicas, RouterKind kind,
+                             std::vector<std::string> servers)
     : replicas_(std::move(replicas)), kind_(kind), routed_(replicas_.size(), 0) {
   if (replicas_.empty()) fail("a router needs at least one replica");
+  const int n = static_cast<int>(replicas_.size());
+  if (servers.empty()) servers = serve_replicas_servers(n);
+  if (static_cast<int>(servers.size()) != n) {
+    fail("{} replica server names for {} replicas", servers.size(), n);
+  }
+  if (kind_ == RouterKind::kSession) ring_.emplace(std::move(servers));
 }
 
 int ReplicaRouter::pick(const bench::RequestSpec& spec) {
   const int n = static_cast<int>(replicas_.size());
   if (kind_ == RouterKind::kSession) {
     const std::string key = bench::session_key(spec);
-    if (!key.empty()) return session_replica(key, n);
+    // nginx sends one server everything, and an empty key round robin.
+    if (!key.empty() && n > 1) return ring_->server_of(key);
   }
   if (kind_ == RouterKind::kLeastLoaded) {
     int best = 0;

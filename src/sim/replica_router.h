@@ -5,9 +5,11 @@
 // a session's prefix is hit only when its turns meet on the replica that holds its KV.
 //
 // The rules, and what each stands for in front of real replicas (docs/replicas.md):
-//   session      the replica is a hash of the request's session key (bench/session_key.h), as
-//                nginx's `hash $http_x_session_id consistent` is: sticky, blind to load. Requests
-//                with no session go round robin.
+//   session      the replica that nginx's `hash $http_x_session_id consistent` picks for the
+//                request's session key (bench/session_key.h): a ketama ring over the replicas'
+//                server names (consistent_hash_ring.h), so that the simulator puts each session
+//                where a real nginx would, the ring's imbalance included. Sticky and blind to
+//                load; requests with no session go round robin, as nginx sends an empty key.
 //   round-robin  each request to the next replica, as nginx's default upstream.
 //   least-loaded the replica with the fewest requests in flight (lowest index on a tie), as
 //                nginx's `least_conn`.
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "bench/virtual_driver.h"
+#include "sim/consistent_hash_ring.h"
 
 namespace paceline::sim {
 
@@ -29,14 +32,13 @@ enum class RouterKind { kSession, kRoundRobin, kLeastLoaded };
 std::optional<RouterKind> router_kind_from_name(std::string_view name);
 const char* router_kind_name(RouterKind kind);
 
-// The replica a session key goes to among n (FNV-1a of the key, mod n): fixed for the run and
-// the same in every run.
-int session_replica(std::string_view key, int n);
-
 class ReplicaRouter final : public bench::VirtualTransport {
  public:
-  // The replicas must outlive the router and share the clock the driver moves.
-  ReplicaRouter(std::vector<SimTransport*> replicas, RouterKind kind);
+  // The replicas must outlive the router and share the clock the driver moves. `servers`: the
+  // replicas' names in nginx's upstream, which place them on the session rule's ring; empty:
+  // those of scripts/serve_replicas on its default port (127.0.0.1:8001, ...).
+  ReplicaRouter(std::vector<SimTransport*> replicas, RouterKind kind,
+                std::vector<std::string> servers = {});
 
   // Told to every replica: which one a request will go to is not known before it is sent, and a
   // replica without an oracle ignores it (the oracle needs --replicas 1).
@@ -57,6 +59,7 @@ class ReplicaRouter final : public bench::VirtualTransport {
 
   std::vector<SimTransport*> replicas_;
   RouterKind kind_;
+  std::optional<ConsistentHashRing> ring_;  // the session rule's
   int next_ = 0;  // round robin's next replica
   std::vector<int64_t> routed_;
   std::unordered_map<uint64_t, int> replica_of_;  // request id -> replica, for cancel

@@ -88,7 +88,7 @@ struct SimCluster {
       engines.push_back(std::make_unique<SimEngine>(config, cost, noise, clock, i));
       transports.push_back(&engines.back()->transport);
     }
-    router.emplace(std::move(transports), config.router);
+    router.emplace(std::move(transports), config.router, config.replica_servers);
   }
 
   VirtualClock clock;

@@ -55,6 +55,9 @@ struct SimRunConfig {
   // than one, each replica's step log goes to step_log with ".rK" before its extension.
   int replicas = 1;
   RouterKind router = RouterKind::kSession;
+  // The replicas' names in nginx's upstream, for the session rule's ring; empty: those of
+  // scripts/serve_replicas on its default port.
+  std::vector<std::string> replica_servers;
   bench::SessionReplayConfig session;  // closed loop
   bench::ArrivalReplayConfig arrival;  // open loop
   bench::TokenPromptConfig prompt;

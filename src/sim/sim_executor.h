@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "exec/executor.h"
 #include "sim/cost_model.h"
+#include "sim/cost_model_step_cost.h"
 #include "sim/step_noise.h"
 
 namespace paceline::sim {
@@ -41,12 +42,14 @@ class SimExecutor final : public Executor {
 
   StepResult execute(const StepPlan& plan) override;
   ExecutorCapabilities capabilities() const override { return capabilities_; }
+  const StepCostModel* step_cost_model() const override { return &step_cost_; }
   const SimExecutorStats& stats() const { return stats_; }
 
  private:
   int64_t transfer_ns(const KvTransfers& transfers) const;
 
   const CostModel& cost_;
+  CostModelStepCost step_cost_{cost_};
   ExecutorCapabilities capabilities_;
   int32_t token_;
   StepNoise noise_;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Two CPU replicas of the tiny model behind a real nginx (scripts/serve_replicas), benched with
 # --session-id-header: every agent session's requests reach one replica, the sessions use both,
-# and every request is logged once with its own correlation id. The same bench behind round robin
-# splits sessions across the replicas, so the check can tell the two apart.
+# every request is logged once with its own correlation id, and each session reached the replica
+# that `paceline sim --router session` predicts (its copy of nginx's consistent hash ring). The
+# same bench behind round robin splits sessions across the replicas, so the check can tell the
+# two apart.
 #   serve_replicas_test.sh PACELINE_BINARY
 # Exit 77 (skipped) when nginx is not installed.
 set -euo pipefail
@@ -67,6 +69,21 @@ requests=$(wc -l <"$tmp/session/run/records.jsonl")
 # Each of the bench's requests (warmup included) once, each with its own id.
 [ "$with_id" = "$requests" ] || { echo "FAIL: $with_id logged requests for $requests records"; exit 1; }
 [ "$ids" = "$requests" ] || { echo "FAIL: $ids correlation ids for $requests requests"; exit 1; }
+
+# Where nginx put each session, against where the simulator's ring puts it.
+grep -o 'session=[^ ]* upstream=[^ ]*' "$tmp/session/access.log" | grep -v 'session= ' |
+  grep -v 'session=-' | sed 's/^session=//; s/ upstream=/ /' | sort -u >"$tmp/nginx-routes"
+cut -d' ' -f1 "$tmp/nginx-routes" >"$tmp/sessions"
+"$paceline" sim --replicas 2 --router session \
+  --replica-servers "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2))" \
+  --show-routes "$tmp/sessions" | sort -u >"$tmp/sim-routes" ||
+  { echo "FAIL: paceline sim --show-routes failed"; exit 1; }
+if ! diff "$tmp/nginx-routes" "$tmp/sim-routes" >"$tmp/routes.diff"; then
+  cat "$tmp/routes.diff"
+  echo "FAIL: the simulator's ring put sessions elsewhere than nginx did"
+  exit 1
+fi
+echo "the simulator's ring: all $(wc -l <"$tmp/sessions") sessions where nginx put them"
 
 run round-robin "$((base + 10))" "$tmp/rr"
 read -r sessions used split < <(affinity "$tmp/rr/access.log")

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "bench/marker.h"
 #include "bench/session_key.h"
+#include "sim/consistent_hash_ring.h"
 #include "bench/virtual_driver.h"
 #include "sim/replica_router.h"
 #include "sim/sim_executor.h"
@@ -135,6 +136,18 @@ TEST(ReplicaRouter, SessionRuleKeepsEverySessionOnOneReplicaAndUsesThemAll) {
   int64_t total = 0;
   for (int64_t n : c.router->routed()) total += n;
   EXPECT_EQ(total, 123);
+}
+
+// Where a real nginx would put it: the replica that owns the session key on the ring of the
+// replicas' server names (those of scripts/serve_replicas by default).
+TEST(ReplicaRouter, SessionRuleSendsEachSessionWhereNginxsRingDoes) {
+  Cluster c(3, RouterKind::kSession);
+  const ConsistentHashRing ring(serve_replicas_servers(3));
+  for (int s = 0; s < 60; ++s) {
+    const bench::RequestSpec spec = c.spec(static_cast<uint64_t>(s), "s" + std::to_string(s), 1);
+    EXPECT_EQ(c.send(spec), ring.server_of(bench::session_key(spec))) << bench::session_key(spec);
+  }
+  c.drain();
 }
 
 TEST(ReplicaRouter, TwoPlaysOfOneSessionAreTwoSessions) {

@@ -1,20 +1,16 @@
-#include "sim/cost_model.h"
+#include "sched/step_work.h"
 
 #include <algorithm>
 
-namespace paceline::sim {
+namespace paceline {
 
 StepWork step_work(const StepPlan& plan) {
   StepWork w;
   w.kind = plan.kind;
-  w.num_seqs = static_cast<int64_t>(plan.seqs.size());
   int64_t widest = 0;  // tokens of the widest row: a graph's padding rows are that wide
   for (const ScheduledSeq& s : plan.seqs) {
     const auto n = static_cast<int64_t>(s.tokens.size());
-    w.tokens += n;
-    w.logit_rows += s.num_logits;
-    w.context += s.start_pos + n;
-    w.attention += n * s.start_pos + n * (n + 1) / 2;
+    w.add_row(s.start_pos, n, s.num_logits);
     widest = std::max(widest, n);
   }
   if (plan.kind == ForwardKind::kDecode && plan.padded_batch_size > 0) {
@@ -24,4 +20,4 @@ StepWork step_work(const StepPlan& plan) {
   return w;
 }
 
-}  // namespace paceline::sim
+}  // namespace paceline
