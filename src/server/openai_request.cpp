@@ -22,6 +22,8 @@ constexpr size_t kMaxStopTokenIds = 1024;
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr double kMinRepetitionPenalty = 1e-6;
+constexpr double kMaxRepetitionPenalty = 1e6;
 
 template <typename... Args>
 [[noreturn]] void reject(std::string param, fmt::format_string<Args...> format, Args&&... args) {
@@ -154,16 +156,11 @@ std::vector<int32_t> parse_stop_token_ids(const Json& body) {
   return ids;
 }
 
-// A number field in [low, high] (exclusive at low when low_open), or nullopt when absent.
-std::optional<double> get_ranged(const Json& body, std::string_view key, double low, double high,
-                                 bool low_open = false) {
+// A number field in [low, high], or nullopt when absent.
+std::optional<double> get_ranged(const Json& body, std::string_view key, double low, double high) {
   std::optional<double> v = get_number(body, key);
-  if (v && (*v < low || (low_open && *v == low) || *v > high)) {
-    if (high == std::numeric_limits<double>::infinity()) {
-      reject(std::string(key), "'{}' must be greater than {}, got {}.", key, low, *v);
-    }
-    reject(std::string(key), "'{}' must be in {}{}, {}], got {}.", key, low_open ? "(" : "[", low,
-           high, *v);
+  if (v && (*v < low || *v > high)) {
+    reject(std::string(key), "'{}' must be in [{}, {}], got {}.", key, low, high, *v);
   }
   return v;
 }
@@ -215,8 +212,9 @@ void parse_logits_processing(const Json& body, SamplingParams& sampling) {
   sampling.min_p = get_ranged(body, "min_p", 0.0, 1.0).value_or(0.0);
   sampling.presence_penalty = get_ranged(body, "presence_penalty", -2.0, 2.0).value_or(0.0);
   sampling.frequency_penalty = get_ranged(body, "frequency_penalty", -2.0, 2.0).value_or(0.0);
+  // vLLM asks only for > 0; the bounds keep the float32 division and product finite.
   sampling.repetition_penalty =
-      get_ranged(body, "repetition_penalty", 0.0, std::numeric_limits<double>::infinity(), true)
+      get_ranged(body, "repetition_penalty", kMinRepetitionPenalty, kMaxRepetitionPenalty)
           .value_or(1.0);
 }
 

@@ -26,7 +26,7 @@ struct GenerationOptions {
   int64_t min_tokens = 0;             // min_tokens (alias min_new_tokens)
   bool ignore_eos = false;
   // temperature [0, 2], top_p (0, 1], top_k -1 or >= 1, seed; min_p [0, 1], presence_penalty and
-  // frequency_penalty [-2, 2], repetition_penalty > 0, logit_bias (ids checked by check_logit_bias)
+  // frequency_penalty [-2, 2], repetition_penalty [1e-6, 1e6], logit_bias (ids checked by check_logit_bias)
   SamplingParams sampling;
   std::vector<std::string> stop;        // up to kMaxStopStrings non-empty strings
   std::vector<int32_t> stop_token_ids;  // each >= 0

@@ -72,6 +72,8 @@ TEST(LogitsFields, OutOfRangeValuesAre400NamingTheField) {
            {R"(,"frequency_penalty":-2.01)", "frequency_penalty"},
            {R"(,"repetition_penalty":0)", "repetition_penalty"},
            {R"(,"repetition_penalty":-1)", "repetition_penalty"},
+           {R"(,"repetition_penalty":1e-300)", "repetition_penalty"},  // 0 as a float
+           {R"(,"repetition_penalty":1e300)", "repetition_penalty"},
            {R"(,"presence_penalty":"high")", "presence_penalty"},
            {R"(,"logit_bias":[1,2])", "logit_bias"},
            {R"(,"logit_bias":{"5":100.5})", "logit_bias"},
@@ -81,8 +83,10 @@ TEST(LogitsFields, OutOfRangeValuesAre400NamingTheField) {
     EXPECT_EQ(e.status, 400) << extra;
     EXPECT_EQ(e.param, param) << extra;
   }
-  EXPECT_NE(error_of(R"(,"repetition_penalty":0)").message.find("greater than 0"),
-            std::string::npos);
+  EXPECT_NE(error_of(R"(,"repetition_penalty":0)").message.find("[1e-06, 1000000]"),
+            std::string::npos)
+      << error_of(R"(,"repetition_penalty":0)").message;
+  EXPECT_EQ(chat(R"(,"repetition_penalty":1e6)").repetition_penalty, 1e6);
   EXPECT_NE(error_of(R"(,"presence_penalty":3)").message.find("[-2, 2]"), std::string::npos);
 }
 
