@@ -32,6 +32,11 @@ class Candidates {
 
   size_t size() const { return order_.size(); }
 
+  // Keeps only the candidates of at least this weight (in index order, as at the start).
+  void keep_at_least(double threshold) {
+    std::erase_if(order_, [&](int32_t c) { return weights_[c] < threshold; });
+  }
+
   // Keeps only the k heaviest candidates (in no particular order).
   void keep_heaviest(size_t k) {
     if (k >= order_.size()) return;
@@ -132,6 +137,8 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
     weights[i] = std::exp((static_cast<double>(logits[i]) - max_logit) / params.temperature);
   }
   Candidates candidates(weights);
+  // min_p: weights are probabilities relative to the most likely token's, which weighs 1.
+  if (params.min_p > 0.0) candidates.keep_at_least(params.min_p);
   if (params.top_k > 0) candidates.keep_heaviest(static_cast<size_t>(params.top_k));
   double mass = candidates.total();
 

@@ -221,6 +221,10 @@ StepPlan Scheduler::make_plan(const Pass& pass) {
     s.block_table = std::span<const int32_t>(r.blocks.ids).first(static_cast<size_t>(blocks));
     s.sampling = r.params.sampling;
     s.seed = sampling_seed(r);
+    if (s.sampling.has_penalties()) {
+      s.history = r.tokens;
+      s.num_prompt_tokens = r.num_prompt_tokens;
+    }
   }
   if (plan.kind == ForwardKind::kDecode) {
     plan.padded_batch_size =

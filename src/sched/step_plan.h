@@ -38,6 +38,11 @@ struct ScheduledSeq {
   int32_t num_logits = 1;
   SamplingParams sampling;
   uint64_t seed = 0;  // effective sampling seed of the request
+  // For penalties (sampling.has_penalties()), else empty: every token the request has committed,
+  // the prompt then the output, and where the output starts. A view of the request's own tokens
+  // with block_table's lifetime, so that a long context is not copied every step.
+  std::span<const int32_t> history;
+  int64_t num_prompt_tokens = 0;
 };
 
 struct StepPlan {

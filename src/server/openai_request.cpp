@@ -1,8 +1,10 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,8 @@ constexpr size_t kMaxStopTokenIds = 1024;
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr double kMinRepetitionPenalty = 1e-6;
+constexpr double kMaxRepetitionPenalty = 1e6;
 
 template <typename... Args>
 [[noreturn]] void reject(std::string param, fmt::format_string<Args...> format, Args&&... args) {
@@ -152,13 +156,66 @@ std::vector<int32_t> parse_stop_token_ids(const Json& body) {
   return ids;
 }
 
-// Rejects a parameter that is accepted only at its neutral value.
-void require_neutral(const Json& body, std::string_view key, double neutral) {
-  std::optional<double> value = get_number(body, key);
-  if (value && *value != neutral) {
-    reject(std::string(key), "'{}' is not supported by this server; only {} is accepted.", key,
-           neutral);
+// A number field in [low, high], or nullopt when absent.
+std::optional<double> get_ranged(const Json& body, std::string_view key, double low, double high) {
+  std::optional<double> v = get_number(body, key);
+  if (v && (*v < low || *v > high)) {
+    reject(std::string(key), "'{}' must be in [{}, {}], got {}.", key, low, high, *v);
   }
+  return v;
+}
+
+// logit_bias: an object from token ids (decimal strings, as OpenAI's) to a bias in [-100, 100].
+// Whether each id is in the model's vocabulary is the caller's check (check_logit_bias).
+std::shared_ptr<const std::vector<TokenBias>> parse_logit_bias(const Json& body) {
+  const Json* value = field(body, "logit_bias");
+  if (!value) return nullptr;
+  if (!value->is_object()) {
+    reject("logit_bias", "'logit_bias' must be an object from token ids to numbers, got {}.",
+           type_of(*value));
+  }
+  auto biases = std::make_shared<std::vector<TokenBias>>();
+  for (const auto& [key, bias] : value->items()) {
+    const bool digits =
+        !key.empty() && key.size() <= 10 &&
+        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > kInt32Max) {
+      reject("logit_bias", "'logit_bias' key '{}' is not a token id (a non-negative integer).",
+             key);
+    }
+    if (!bias.is_number()) {
+      reject("logit_bias", "'logit_bias' value of token '{}' must be a number, got {}.", key,
+             type_of(bias));
+    }
+    const double b = bias.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      reject("logit_bias", "'logit_bias' value of token '{}' must be in [-100, 100], got {}.", key,
+             b);
+    }
+    biases->push_back({static_cast<int32_t>(id), static_cast<float>(b)});
+  }
+  std::sort(biases->begin(), biases->end(),
+            [](const TokenBias& a, const TokenBias& b) { return a.token < b.token; });
+  for (size_t i = 1; i < biases->size(); ++i) {
+    if ((*biases)[i].token == (*biases)[i - 1].token) {
+      reject("logit_bias", "'logit_bias' names token {} twice.", (*biases)[i].token);
+    }
+  }
+  if (biases->empty()) return nullptr;
+  return biases;
+}
+
+// logit_bias, min_p and the penalties, with vLLM's ranges (presence and frequency are OpenAI's).
+void parse_logits_processing(const Json& body, SamplingParams& sampling) {
+  sampling.logit_bias = parse_logit_bias(body);
+  sampling.min_p = get_ranged(body, "min_p", 0.0, 1.0).value_or(0.0);
+  sampling.presence_penalty = get_ranged(body, "presence_penalty", -2.0, 2.0).value_or(0.0);
+  sampling.frequency_penalty = get_ranged(body, "frequency_penalty", -2.0, 2.0).value_or(0.0);
+  // vLLM asks only for > 0; the bounds keep the float32 division and product finite.
+  sampling.repetition_penalty =
+      get_ranged(body, "repetition_penalty", kMinRepetitionPenalty, kMaxRepetitionPenalty)
+          .value_or(1.0);
 }
 
 GenerationOptions parse_generation_options(const Json& body) {
@@ -209,9 +266,7 @@ GenerationOptions parse_generation_options(const Json& body) {
   if (std::optional<int64_t> n = get_integer(body, "n", kInt64Min, kInt64Max)) {
     if (*n != 1) reject("n", "Only n = 1 is supported, got n = {}.", *n);
   }
-  require_neutral(body, "presence_penalty", 0.0);
-  require_neutral(body, "frequency_penalty", 0.0);
-  require_neutral(body, "repetition_penalty", 1.0);
+  parse_logits_processing(body, options.sampling);
   if (const Json* format = field(body, "response_format")) {
     const Json* type = format->is_object() ? field(*format, "type") : nullptr;
     if (!type || !type->is_string() || type->get_ref<const std::string&>() != "text") {
@@ -525,6 +580,16 @@ void check_prompt_token_ids(std::span<const int32_t> ids, int64_t vocab_size) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
       reject("prompt", "Token id {} at prompt[{}] is out of vocabulary (size {}).", ids[i], i,
+             vocab_size);
+    }
+  }
+}
+
+void check_logit_bias(const SamplingParams& sampling, int64_t vocab_size) {
+  if (!sampling.logit_bias) return;
+  for (const TokenBias& b : *sampling.logit_bias) {
+    if (b.token >= vocab_size) {
+      reject("logit_bias", "'logit_bias' key '{}' is out of vocabulary (size {}).", b.token,
              vocab_size);
     }
   }

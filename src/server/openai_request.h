@@ -25,7 +25,9 @@ struct GenerationOptions {
   std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens; unset: fill
   int64_t min_tokens = 0;             // min_tokens (alias min_new_tokens)
   bool ignore_eos = false;
-  SamplingParams sampling;              // temperature [0, 2], top_p (0, 1], top_k -1 or >= 1, seed
+  // temperature [0, 2], top_p (0, 1], top_k -1 or >= 1, seed; min_p [0, 1], presence_penalty and
+  // frequency_penalty [-2, 2], repetition_penalty [1e-6, 1e6], logit_bias (ids checked by check_logit_bias)
+  SamplingParams sampling;
   std::vector<std::string> stop;        // up to kMaxStopStrings non-empty strings
   std::vector<int32_t> stop_token_ids;  // each >= 0
   bool stream = false;
@@ -106,6 +108,9 @@ int64_t resolve_max_tokens(const GenerationOptions& options, int64_t prompt_toke
 
 // Throws 400 (param "prompt") when an id is >= vocab_size.
 void check_prompt_token_ids(std::span<const int32_t> ids, int64_t vocab_size);
+
+// Throws 400 (param "logit_bias") naming the first key that is not a token id of the model.
+void check_logit_bias(const SamplingParams& sampling, int64_t vocab_size);
 
 // The engine's parameters: sampling, max/min tokens, ignore_eos and stop_token_ids
 // (eos_token_ids are left for the engine to fill).

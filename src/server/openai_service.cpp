@@ -192,6 +192,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
   guarded(*w, [&] {
     ChatCompletionRequest r = parse_chat_completion_request(req.body, req.header("content-type"));
     check_model(r.model);
+    check_logit_bias(r.options.sampling, config_.vocab_size);
     std::string rendered = render_chat(r);
     check_prompt_bytes(rendered.size(), "messages");
     std::vector<int32_t> prompt = tokenizer_.encode(rendered);
@@ -239,6 +240,7 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
   guarded(*w, [&] {
     CompletionRequest r = parse_completion_request(req.body, req.header("content-type"));
     check_model(r.model);
+    check_logit_bias(r.options.sampling, config_.vocab_size);
     std::vector<int32_t> prompt;
     if (r.has_token_prompt()) {
       check_prompt_token_ids(r.prompt_token_ids, config_.vocab_size);

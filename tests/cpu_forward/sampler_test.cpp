@@ -138,6 +138,51 @@ TEST(Sampler, TopKThenTopPOnTheRenormalizedHead) {
   EXPECT_EQ(counts[0], 500);
 }
 
+SamplingParams with_min_p(double temperature, double min_p, double top_p = 1.0) {
+  SamplingParams p = params(temperature, -1, top_p);
+  p.min_p = min_p;
+  return p;
+}
+
+TEST(Sampler, MinPDropsTokensLessThanMinPTimesAsLikelyAsTheTop) {
+  // Relative to the top 0.5: 0.6, 0.3, 0.1. min_p 0.5 keeps tokens 0 and 1, renormalized.
+  std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  std::vector<int> counts = histogram(logits, with_min_p(1.0, 0.5), 20000);
+  EXPECT_EQ(counts[2] + counts[3], 0);
+  EXPECT_LT(chi_square(counts, {0.625, 0.375, 0, 0}), 10.8);  // 1 degree of freedom, 99.9%
+  // min_p 0.25 keeps token 2 too (0.3 >= 0.25), not token 3.
+  counts = histogram(logits, with_min_p(1.0, 0.25), 20000);
+  EXPECT_EQ(counts[3], 0);
+  EXPECT_GT(counts[2], 0);
+}
+
+TEST(Sampler, MinPComesAfterTemperature) {
+  // At temperature 2 the relative probabilities are the square roots: 0.77, 0.55, 0.32, so
+  // min_p 0.5 keeps three tokens.
+  std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  std::vector<int> counts = histogram(logits, with_min_p(2.0, 0.5), 20000);
+  EXPECT_EQ(counts[3], 0);
+  EXPECT_GT(counts[2], 0);
+}
+
+TEST(Sampler, MinPComesBeforeTopP) {
+  // min_p 0.5 leaves {0.625, 0.375}; top_p 0.6 of that keeps token 0 alone. (top_p first would
+  // keep tokens 0 and 1 of the original 0.5, 0.3, and min_p would then drop neither.)
+  std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  std::vector<int> counts = histogram(logits, with_min_p(1.0, 0.5, 0.6), 500);
+  EXPECT_EQ(counts[0], 500);
+}
+
+TEST(Sampler, MinPOneKeepsOnlyTheTopAndGreedyIgnoresMinP) {
+  EXPECT_EQ(histogram(kLogits, with_min_p(1.0, 1.0), 300)[4], 300);
+  EXPECT_EQ(sample_token(kLogits, with_min_p(0.0, 0.9), 1, 0), 4);
+  // With top_k larger than what min_p leaves, min_p decides.
+  SamplingParams p = with_min_p(1.0, 0.5);
+  p.top_k = 5;
+  std::vector<int> counts = histogram(kLogits, p, 2000);
+  EXPECT_EQ(counts[0] + counts[1] + counts[2] + counts[3], 0);  // below exp(-0.5) of the top
+}
+
 TEST(Sampler, LargeVocabularyNucleusStaysInTheHead) {
   // 150k tokens, a few likely ones: top_p 0.9 must never reach the flat tail.
   std::vector<float> logits(151936, 0.0f);

@@ -16,11 +16,11 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/kernels.h"
+#include "sample_on_gpu.h"
 
 namespace paceline {
 namespace {
 
-using cuda::DeviceBuffer;
 using cuda::SampleRow;
 
 constexpr int64_t kVocab = 151936;
@@ -46,31 +46,6 @@ std::vector<float> make_logit_rows() {
     }
   }
   return rows;
-}
-
-std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits,
-                                   const std::vector<SampleRow>& rows) {
-  DeviceBuffer d_logits(logits.size() * sizeof(float));
-  PACELINE_CUDA_CHECK(cudaMemcpy(d_logits.as<float>(), logits.data(),
-                                 logits.size() * sizeof(float), cudaMemcpyHostToDevice));
-  std::vector<int32_t> tokens;
-  constexpr size_t kBatch = 64;
-  DeviceBuffer d_rows(kBatch * sizeof(SampleRow));
-  DeviceBuffer d_weights(kBatch * kVocab * sizeof(uint64_t));
-  DeviceBuffer d_out(kBatch * sizeof(int32_t));
-  for (size_t first = 0; first < rows.size(); first += kBatch) {
-    const size_t n = std::min(kBatch, rows.size() - first);
-    PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
-                                   n * sizeof(SampleRow), cudaMemcpyHostToDevice));
-    PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(),
-                                            static_cast<int>(n), d_weights.as<uint64_t>(),
-                                            d_out.as<int32_t>(), nullptr));
-    std::vector<int32_t> out(n);
-    PACELINE_CUDA_CHECK(cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t),
-                                   cudaMemcpyDeviceToHost));
-    tokens.insert(tokens.end(), out.begin(), out.end());
-  }
-  return tokens;
 }
 
 TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
@@ -104,27 +79,15 @@ TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
       }
     }
   }
-  const std::vector<int32_t> got = sample_on_gpu(logits, rows);
-  ASSERT_EQ(got.size(), expected.size());
-  int mismatches = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != expected[i] && ++mismatches <= 10) {
-      ADD_FAILURE() << "draw " << i << " (row " << rows[i].row << ", T " << rows[i].temperature
-                    << ", top_k " << rows[i].top_k << ", top_p " << rows[i].top_p << ", u "
-                    << rows[i].u << "): GPU " << got[i] << ", host " << expected[i];
-    }
-  }
-  EXPECT_EQ(mismatches, 0) << "of " << got.size() << " draws";
+  const std::vector<int32_t> got = testing::sample_on_gpu(logits, kVocab, rows);
+  testing::expect_same_draws(got, expected, rows);
 }
 
 TEST(CudaSampler, ExecutorSamplesAsTheHostSamplerOnItsLogits) {
   PACELINE_REQUIRE_GPU();
   const ModelConfig config = testing::tiny_config();
   testing::TestWeights weights(config, 5);
-  CudaExecutorOptions o;
-  o.kv_cache_bytes = 64 * 16 * config.kv_bytes_per_token(2);
-  o.max_num_batched_tokens = 256;
-  CudaExecutor gpu(config, weights, o);
+  CudaExecutor gpu(config, weights, testing::small_executor_options(config, 256));
   StepPlan plan;
   plan.seqs.push_back(testing::make_seq(1, {1, 2, 3, 4, 5}, 0, {0}, 1));
   plan.seqs.push_back(testing::make_seq(2, {7, 8, 9}, 0, {1}, 3));  // several logit rows
@@ -158,10 +121,7 @@ TEST(CudaSampler, MoreRowsThanOneLaunchTakesAreAllSampled) {
   PACELINE_REQUIRE_GPU();
   const ModelConfig config = testing::tiny_config();
   testing::TestWeights weights(config, 7);
-  CudaExecutorOptions o;
-  o.kv_cache_bytes = 64 * 16 * config.kv_bytes_per_token(2);
-  o.max_num_batched_tokens = 512;
-  CudaExecutor gpu(config, weights, o);
+  CudaExecutor gpu(config, weights, testing::small_executor_options(config, 512));
   std::vector<int32_t> tokens(300), blocks(19);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + i % 90);  // the tiny vocabulary has 97
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int32_t>(i);

@@ -115,10 +115,14 @@ std::vector<Case> cases() {
       {"include_usage a number", "chat",
        chat(R"(,"stream":true,"stream_options":{"include_usage":1})"), kJson, 400,
        "stream_options.include_usage"},
-      {"presence_penalty", "chat", chat(R"(,"presence_penalty":0.5)"), kJson, 400,
+      {"presence_penalty above 2", "chat", chat(R"(,"presence_penalty":2.5)"), kJson, 400,
        "presence_penalty"},
-      {"frequency_penalty", "chat", chat(R"(,"frequency_penalty":-1)"), kJson, 400,
+      {"frequency_penalty below -2", "chat", chat(R"(,"frequency_penalty":-3)"), kJson, 400,
        "frequency_penalty"},
+      {"repetition_penalty 0", "completion", completion(R"(,"repetition_penalty":0)"), kJson, 400,
+       "repetition_penalty"},
+      {"logit_bias key not an id", "completion", completion(R"(,"logit_bias":{"x":1})"), kJson, 400,
+       "logit_bias"},
       {"logprobs", "chat", chat(R"(,"logprobs":true)"), kJson, 400, "logprobs"},
       {"enable_thinking a string", "chat",
        chat(R"(,"chat_template_kwargs":{"enable_thinking":"no"})"), kJson, 400,
@@ -221,9 +225,9 @@ TEST(OpenAiMalformed, MissingContentTypeIsReadAsJson) {
   EXPECT_NO_THROW(parse_completion_request(completion(""), ""));
 }
 
-TEST(OpenAiMalformed, UnsupportedPenaltyMessageSaysUnsupported) {
-  ApiError error = error_of({"", "chat", chat(R"(,"presence_penalty":1)"), kJson, 0, ""});
-  EXPECT_NE(error.message.find("not supported"), std::string::npos) << error.message;
+TEST(OpenAiMalformed, OutOfRangePenaltyMessageGivesTheRange) {
+  ApiError error = error_of({"", "chat", chat(R"(,"presence_penalty":3)"), kJson, 0, ""});
+  EXPECT_NE(error.message.find("[-2, 2]"), std::string::npos) << error.message;
 }
 
 }  // namespace

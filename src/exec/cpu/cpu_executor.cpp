@@ -4,7 +4,7 @@
 #include <span>
 
 #include "base/error.h"
-#include "exec/sampler.h"
+#include "exec/logits_processors.h"
 
 namespace paceline {
 
@@ -67,7 +67,7 @@ StepResult CpuExecutor::execute(const StepPlan& plan) {
     for (int64_t r = begin; r < end; ++r) {
       const Row& row = rows[static_cast<size_t>(r)];
       std::span<const float> row_logits(logits.data() + r * vocab, static_cast<size_t>(vocab));
-      *row.token = sample_token(row_logits, row.seq->sampling, row.seq->seed, row.position);
+      *row.token = sample_processed(row_logits, *row.seq, row.position);
     }
   };
   const auto n = static_cast<int64_t>(rows.size());

@@ -13,6 +13,7 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/decode_graphs.h"
+#include "exec/cuda/gpu_logits_processing.h"
 #include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/step_inputs.h"
 #include "exec/sampler.h"
@@ -86,6 +87,7 @@ struct CudaExecutor::Impl {
   DeviceBuffer sample_out;
   PinnedBuffer sample_params_host;
   PinnedBuffer host_sampled;
+  GpuLogitsProcessing logits_processing;  // logit_bias and penalties, before the draw
   float last_gpu_ms = 0.0f;
   Activations* last_acts = nullptr;
   int last_num_logits = 0;
@@ -261,6 +263,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                                       m.last_acts->sampled.as<int32_t>(),
                                       static_cast<size_t>(num_logits) * sizeof(int32_t),
                                       cudaMemcpyDeviceToHost, m.stream));
+  m.logits_processing.enqueue(plan, m.last_acts->logits.as<float>(), vocab, m.stream);
   // Rows that sample (temperature > 0) are drawn on the GPU by launch_sample, with the host
   // sampler's semantics and its uniform number u = sample_uniform(seed, position).
   std::vector<SampleRow> sample_rows;
@@ -275,6 +278,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
         r.temperature = s.sampling.temperature;
         r.top_p = s.sampling.top_p;
         r.top_k = s.sampling.top_k;
+        r.min_p = s.sampling.min_p;
         r.u = sample_uniform(s.seed, first_position + i);
         r.row = row;
         sample_rows.push_back(r);
@@ -311,6 +315,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   PACELINE_CUDA_CHECK(cudaEventRecord(m.step_end, m.stream));
   PACELINE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m.last_gpu_ms, m.step_start, m.step_end));
+  m.logits_processing.patch_greedy_tokens(m.host_tokens.as<int32_t>());
 
   StepResult result;
   result.step_id = plan.step_id;

@@ -54,7 +54,8 @@ class CudaExecutor final : public Executor {
   ExecutorCapabilities capabilities() const override;
 
   // The float32 logits of the last executed plan's logit rows, [rows][vocab] (copied back; for
-  // tests and checks).
+  // tests and checks). Rows with logit_bias or penalties hold them applied (they are applied in
+  // place just before the draw, gpu_logits_processing.h).
   std::vector<float> last_logits() const;
   // Captured sizes, and whether the last plan replayed a graph.
   const std::vector<int32_t>& graph_sizes() const;

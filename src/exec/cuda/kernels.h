@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "exec/logit_adjustment.h"
+
 namespace paceline::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -125,10 +127,12 @@ cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t*
 
 // One row to sample (temperature > 0): which row of the logits, its parameters, and the uniform
 // number u = sample_uniform(seed, position) of its draw. top_k <= 0 keeps every token.
+// min_p, top-k and top-p apply in the host sampler's order.
 struct SampleRow {
   double temperature = 1.0;
   double top_p = 1.0;
   double u = 0.0;
+  double min_p = 0.0;  // 0: off; else drops weights below it first (the top token weighs 1)
   int64_t top_k = -1;
   int32_t row = 0;
   int32_t unused = 0;
@@ -139,5 +143,11 @@ struct SampleRow {
 // num_rows * vocab 64-bit words (the row's weights in fixed point).
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
                           uint64_t* weights, int32_t* out, cudaStream_t stream);
+
+// logits[a.row * vocab + a.token] = adjusted_logit(that, a) for each of the n adjustments (on the
+// device; each (row, token) at most once): logit_bias and penalties, before launch_sample.
+cudaError_t launch_logit_adjustments(float* logits, int64_t vocab,
+                                     const LogitAdjustment* adjustments, int n,
+                                     cudaStream_t stream);
 
 }  // namespace paceline::cuda

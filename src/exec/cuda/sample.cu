@@ -1,8 +1,9 @@
-// Temperature / top-k / top-p sampling on the GPU with the semantics of the host's sample_token
-// (src/exec/sampler.cpp): weights exp((l - max) / T) in double; candidates ordered by weight
-// descending, ties by lower index; top-k keeps the first k; top-p the shortest head holding at
-// least top_p of the remaining mass; the draw is the first candidate whose cumulative weight
-// passes u * mass, u = sample_uniform(seed, position) computed by the caller.
+// Temperature / min_p / top-k / top-p sampling on the GPU with the semantics of the host's
+// sample_token (src/exec/sampler.cpp): weights exp((l - max) / T) in double; candidates ordered by
+// weight descending, ties by lower index; min_p keeps the weights of at least min_p; top-k keeps
+// the first k; top-p the shortest head holding at least top_p of the remaining mass; the draw is
+// the first candidate whose cumulative weight passes u * mass, u = sample_uniform(seed, position)
+// computed by the caller.
 //
 // One block per sampled row. Every "first candidate whose cumulative count or weight reaches a
 // target" is found without sorting, by a radix select over the logits' order keys: four passes
@@ -67,6 +68,7 @@ struct Shared {
   u64 tie_w;
   u64 tie_c;
   u64 total;
+  Pos last[kWarps];
 };
 
 struct Found {
@@ -254,6 +256,31 @@ __device__ Found select(Shared& s, const float* logits, const u64* w, int vocab,
   return f;
 }
 
+// The last of the threads' positions in the sampler's order (smallest key, then largest index;
+// idx -1 for a thread without one), the same for every thread.
+__device__ Pos block_last(Shared& s, Pos mine) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const uint32_t ok = __shfl_xor_sync(kFull, mine.key, o);
+    const int oi = __shfl_xor_sync(kFull, mine.idx, o);
+    if (oi >= 0 && (mine.idx < 0 || ok < mine.key || (ok == mine.key && oi > mine.idx))) {
+      mine = Pos{ok, oi};
+    }
+  }
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  if (lane == 0) s.last[warp] = mine;
+  __syncthreads();
+  Pos last = s.last[0];
+  for (int i = 1; i < kWarps; ++i) {
+    const Pos q = s.last[i];
+    if (q.idx >= 0 &&
+        (last.idx < 0 || q.key < last.key || (q.key == last.key && q.idx > last.idx))) {
+      last = q;
+    }
+  }
+  __syncthreads();
+  return last;
+}
+
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, u64* weights,
                   double scale, int32_t* out) {
@@ -306,9 +333,25 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
+  // min_p drops the candidates whose weight (probability relative to the top token's) is below
+  // it: weight 0, and the bound moves to the last one kept, as the host's keep_at_least.
+  const bool min_p = p.min_p > 0.0;
+  uint32_t kept_k = 0xffffffffu;
+  int kept_i = -1;
   u64 local = 0;
   for (int i = static_cast<int>(threadIdx.x); i < vocab; i += kThreads) {
     const double weight = exp((static_cast<double>(l[i]) - static_cast<double>(mx)) / p.temperature);
+    if (min_p) {
+      if (weight < p.min_p) {
+        w[i] = 0;
+        continue;
+      }
+      const uint32_t k = order_key(l[i]);
+      if (k < kept_k || (k == kept_k && i > kept_i)) {
+        kept_k = k;
+        kept_i = i;
+      }
+    }
     w[i] = __double2ull_rn(weight * scale);
     local += w[i];
   }
@@ -317,15 +360,19 @@ __global__ void __launch_bounds__(kThreads)
   // Targets in fixed point: cum >= t holds for an integer cum exactly when cum >= ceil(t), and
   // cum > t exactly when cum > floor(t).
   Pos bound{last_k, last_i};
+  if (min_p) bound = block_last(s, Pos{kept_k, kept_i});
   u64 mass = 0;
+  bool counted = false;
   if (p.top_k > 0 && p.top_k < vocab64) {
     const Found f = select(s, l, w, vocab, bound, Reach::kCountAtLeast,
                            static_cast<u64>(p.top_k));
-    bound = f.pos;
-    mass = f.cum_w;
-  } else {
-    mass = block_sum(s, local);
+    if (f.found) {  // not found: min_p left fewer than top_k
+      bound = f.pos;
+      mass = f.cum_w;
+      counted = true;
+    }
   }
+  if (!counted) mass = block_sum(s, local);
   if (p.top_p < 1.0) {
     const u64 target = static_cast<u64>(ceil(p.top_p * static_cast<double>(mass)));
     const Found f = select(s, l, w, vocab, bound, Reach::kWeightAtLeast, target);

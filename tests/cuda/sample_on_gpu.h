@@ -1,0 +1,72 @@
+#pragma once
+// Shared by the GPU sampling tests: launch_sample over rows of host logits, the comparison of its
+// draws with the host's, and the options of a small CUDA executor for the tiny test model.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/device_buffer.h"
+#include "exec/cuda/kernels.h"
+#include "model/config.h"
+
+namespace paceline::testing {
+
+// The tokens launch_sample draws for `rows` of `logits` ([rows][vocab] on the host), 64 rows per
+// launch.
+inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int64_t vocab,
+                                          const std::vector<cuda::SampleRow>& rows) {
+  using cuda::DeviceBuffer;
+  using cuda::SampleRow;
+  DeviceBuffer d_logits(logits.size() * sizeof(float));
+  PACELINE_CUDA_CHECK(cudaMemcpy(d_logits.as<float>(), logits.data(), logits.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice));
+  std::vector<int32_t> tokens;
+  constexpr size_t kBatch = 64;
+  DeviceBuffer d_rows(kBatch * sizeof(SampleRow));
+  DeviceBuffer d_weights(kBatch * vocab * sizeof(uint64_t));
+  DeviceBuffer d_out(kBatch * sizeof(int32_t));
+  for (size_t first = 0; first < rows.size(); first += kBatch) {
+    const size_t n = std::min(kBatch, rows.size() - first);
+    PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
+                                   n * sizeof(SampleRow), cudaMemcpyHostToDevice));
+    PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), vocab, d_rows.as<SampleRow>(),
+                                            static_cast<int>(n), d_weights.as<uint64_t>(),
+                                            d_out.as<int32_t>(), nullptr));
+    std::vector<int32_t> out(n);
+    PACELINE_CUDA_CHECK(
+        cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    tokens.insert(tokens.end(), out.begin(), out.end());
+  }
+  return tokens;
+}
+
+// Every GPU draw equals the host's; the first ten that differ are named with their parameters.
+inline void expect_same_draws(const std::vector<int32_t>& got, const std::vector<int32_t>& expected,
+                              const std::vector<cuda::SampleRow>& rows) {
+  ASSERT_EQ(got.size(), expected.size());
+  int mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != expected[i] && ++mismatches <= 10) {
+      ADD_FAILURE() << "draw " << i << " (row " << rows[i].row << ", T " << rows[i].temperature
+                    << ", min_p " << rows[i].min_p << ", top_k " << rows[i].top_k << ", top_p "
+                    << rows[i].top_p << ", u " << rows[i].u << "): GPU " << got[i] << ", host "
+                    << expected[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << got.size() << " draws";
+}
+
+// 64 KV blocks of 16 tokens and `max_num_batched_tokens`: room for a few short sequences.
+inline CudaExecutorOptions small_executor_options(const ModelConfig& config,
+                                                  int64_t max_num_batched_tokens) {
+  CudaExecutorOptions o;
+  o.kv_cache_bytes = 64 * 16 * config.kv_bytes_per_token(2);
+  o.max_num_batched_tokens = max_num_batched_tokens;
+  return o;
+}
+
+}  // namespace paceline::testing
