@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/block_table.h"
+#include "sched/logprob.h"
 #include "sched/sampling_params.h"
 
 namespace paceline {
@@ -28,6 +29,8 @@ struct RequestParams {
   std::vector<int32_t> eos_token_ids;  // the model's end-of-sequence tokens (the engine fills them)
   std::vector<int32_t> stop_token_ids;
   std::optional<int64_t> arrival_ns;  // unset: the scheduler's clock when it is added
+  // -1: none; k in [0, kMaxTopLogprobs]: each output token's logprob and the k highest.
+  int32_t logprobs = -1;
 };
 
 struct Usage {
@@ -40,6 +43,7 @@ struct Usage {
 struct RequestOutput {
   uint64_t request_id = 0;
   std::vector<int32_t> new_token_ids;
+  std::vector<RowLogprobs> new_logprobs;  // one per new token when params.logprobs >= 0
   bool finished = false;
   std::optional<FinishReason> finish_reason;
   std::optional<int32_t> stop_token_id;  // the EOS or stop token that ended it

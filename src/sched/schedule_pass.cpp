@@ -218,6 +218,7 @@ StepPlan Scheduler::make_plan(const Pass& pass) {
     s.block_table = std::span<const int32_t>(r.blocks.ids).first(static_cast<size_t>(blocks));
     s.sampling = r.params.sampling;
     s.seed = sampling_seed(r);
+    s.num_logprobs = r.params.logprobs;
   }
   if (plan.kind == ForwardKind::kDecode) {
     plan.padded_batch_size =

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/kv_manager.h"
+#include "sched/logprob.h"
 #include "sched/sampling_params.h"
 
 namespace paceline {
@@ -38,6 +39,9 @@ struct ScheduledSeq {
   int32_t num_logits = 1;
   SamplingParams sampling;
   uint64_t seed = 0;  // effective sampling seed of the request
+  // -1: no logprobs; k >= 0: each logit row's sampled-token logprob and its k highest
+  // (SeqResult::logprobs). Only rows that ask pay for the log-softmax.
+  int32_t num_logprobs = -1;
 };
 
 struct StepPlan {
@@ -62,6 +66,8 @@ struct SeqResult {
   uint64_t request_id = 0;
   // One sampled token per requested logit row, in position order.
   std::vector<int32_t> tokens;
+  // One per sampled token when the row asked (num_logprobs >= 0), else empty.
+  std::vector<RowLogprobs> logprobs = {};
 };
 
 struct StepResult {

@@ -210,6 +210,8 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
     so.reasoning = reasoning_mode_for(r.enable_thinking, rendered);
     so.stop = r.options.stop;
     so.seed = seed;
+    so.n = r.options.n;
+    so.logprobs = r.options.logprobs >= 0;
     ResponseMeta meta{make_response_id("chatcmpl-", seed), options_.served_model_name, unix_seconds()};
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));
@@ -261,6 +263,9 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
     so.include_usage = r.options.include_usage;
     so.stop = r.options.stop;
     so.seed = seed;
+    so.n = r.options.n;
+    so.logprobs = r.options.logprobs >= 0;
+    if (r.echo) so.echo_text = r.prompt_text ? *r.prompt_text : tokenizer_.decode(prompt);
     ResponseMeta meta{make_response_id("cmpl-", seed), options_.served_model_name, unix_seconds()};
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "base/error.h"
+#include "exec/logprobs.h"
 #include "exec/sampler.h"
 
 namespace paceline {
@@ -49,18 +50,22 @@ StepResult CpuExecutor::execute(const StepPlan& plan) {
     const ScheduledSeq* seq;
     int64_t position;
     int32_t* token;
+    RowLogprobs* logprobs;  // null: the row did not ask
   };
   std::vector<Row> rows;
   for (const ScheduledSeq& s : plan.seqs) {
     SeqResult& out = result.seqs.emplace_back();
     out.request_id = s.request_id;
     out.tokens.assign(static_cast<size_t>(s.num_logits), 0);
+    if (s.num_logprobs >= 0) out.logprobs.resize(static_cast<size_t>(s.num_logits));
   }
   for (size_t k = 0; k < plan.seqs.size(); ++k) {
     const ScheduledSeq& s = plan.seqs[k];
     int64_t first_position = s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits;
     for (int32_t i = 0; i < s.num_logits; ++i) {
-      rows.push_back({&s, first_position + i, &result.seqs[k].tokens[static_cast<size_t>(i)]});
+      SeqResult& out = result.seqs[k];
+      rows.push_back({&s, first_position + i, &out.tokens[static_cast<size_t>(i)],
+                      out.logprobs.empty() ? nullptr : &out.logprobs[static_cast<size_t>(i)]});
     }
   }
   auto sample_rows = [&](int64_t begin, int64_t end) {
@@ -68,6 +73,7 @@ StepResult CpuExecutor::execute(const StepPlan& plan) {
       const Row& row = rows[static_cast<size_t>(r)];
       std::span<const float> row_logits(logits.data() + r * vocab, static_cast<size_t>(vocab));
       *row.token = sample_token(row_logits, row.seq->sampling, row.seq->seed, row.position);
+      if (row.logprobs) *row.logprobs = row_logprobs(row_logits, *row.token, row.seq->num_logprobs);
     }
   };
   const auto n = static_cast<int64_t>(rows.size());
