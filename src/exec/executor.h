@@ -27,6 +27,8 @@ struct ExecutorCapabilities {
   // Blocks of the host-memory KV tier it holds (--kv-offloading-size); 0: none. It makes every
   // plan's kv_transfers before computing.
   int64_t num_host_kv_blocks = 0;
+  // It answers ScheduledSeq::prompt_logprob_targets (completions' echo with logprobs).
+  bool prompt_logprobs = false;
 };
 
 class Executor {

@@ -55,6 +55,7 @@ ExecutorCapabilities NullExecutor::capabilities() const {
   x.kv_dtype = "float32";
   x.kv_element_bytes = sizeof(float);
   x.num_host_kv_blocks = num_host_blocks_;
+  x.prompt_logprobs = true;
   return x;
 }
 
@@ -72,7 +73,16 @@ StepResult NullExecutor::execute(const StepPlan& plan) {
     for (int32_t i = 0; i < s.num_logits; ++i) {
       const auto at = static_cast<size_t>((first_position + i) % n);
       out.tokens.push_back(cycle_[at]);
-      if (s.num_logprobs >= 0) out.logprobs.push_back(geometric_logprobs(cycle_, at, s.num_logprobs));
+      if (s.num_logprobs >= 0) {
+        out.logprobs.push_back(geometric_logprobs(cycle_, at, s.num_logprobs));
+      }
+    }
+    // A prompt token scores as the most likely one would.
+    for (size_t j = 0; j < s.prompt_logprob_targets.size(); ++j) {
+      const auto at = static_cast<size_t>((s.prompt_logprobs_from + static_cast<int64_t>(j)) % n);
+      RowLogprobs row = geometric_logprobs(cycle_, at, s.num_logprobs);
+      row.chosen.token = s.prompt_logprob_targets[j];
+      out.prompt_logprobs.push_back(std::move(row));
     }
   }
   result.step_time_ns = 0;

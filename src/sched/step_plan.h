@@ -42,6 +42,11 @@ struct ScheduledSeq {
   // -1: no logprobs; k >= 0: each logit row's sampled-token logprob and its k highest
   // (SeqResult::logprobs). Only rows that ask pay for the log-softmax.
   int32_t num_logprobs = -1;
+  // Prompt logprobs (echo): the logits of chunk positions prompt_logprobs_from, from + 1, ...
+  // scored at the prompt tokens that follow them (targets), into SeqResult::prompt_logprobs,
+  // with num_logprobs top entries. -1: none this step.
+  int64_t prompt_logprobs_from = -1;
+  std::vector<int32_t> prompt_logprob_targets;
 };
 
 struct StepPlan {
@@ -68,6 +73,8 @@ struct SeqResult {
   std::vector<int32_t> tokens;
   // One per sampled token when the row asked (num_logprobs >= 0), else empty.
   std::vector<RowLogprobs> logprobs = {};
+  // One per prompt_logprob_targets entry, in order; empty when the row asked none.
+  std::vector<RowLogprobs> prompt_logprobs = {};
 };
 
 struct StepResult {

@@ -468,9 +468,6 @@ CompletionRequest parse_completion_request(const Json& body) {
   if (std::optional<int64_t> k = get_integer(body, "logprobs", 0, kMaxCompletionLogprobs)) {
     request.options.logprobs = static_cast<int32_t>(*k);
   }
-  if (request.echo && request.options.logprobs >= 0) {
-    reject("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported yet.");
-  }
   if (std::optional<int64_t> best_of = get_integer(body, "best_of", kInt64Min, kInt64Max)) {
     if (*best_of != 1) reject("best_of", "Only best_of = 1 is supported, got {}.", *best_of);
   }

@@ -255,6 +255,13 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
     if (!admit(*w)) return;
     RequestParams params = to_request_params(r.options, max_tokens);
     for (int64_t id : config_.eos_token_ids) params.eos_token_ids.push_back(static_cast<int32_t>(id));
+    params.prompt_logprobs = r.echo && r.options.logprobs >= 0;
+    if (params.prompt_logprobs && !engine_.capabilities().prompt_logprobs) {
+      throw_api_error(invalid_request_error(
+          "'echo' with 'logprobs' needs the prompt's logprobs, which this executor does not "
+          "compute (use --device cpu or null)",
+          "echo"));
+    }
 
     const uint64_t seed = next_seed_.fetch_add(1);
     OpenAiStreamOptions so;
@@ -266,6 +273,7 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
     so.n = r.options.n;
     so.logprobs = r.options.logprobs >= 0;
     if (r.echo) so.echo_text = r.prompt_text ? *r.prompt_text : tokenizer_.decode(prompt);
+    if (params.prompt_logprobs) so.echo_tokens = prompt;
     ResponseMeta meta{make_response_id("cmpl-", seed), options_.served_model_name, unix_seconds()};
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));

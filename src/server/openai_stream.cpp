@@ -25,7 +25,8 @@ struct OpenAiStream::Choice {
   std::string finish_reason;
   // Logprobs of tokens not yet sent (streaming) or of every token (non-streaming).
   std::vector<RowLogprobs> logprobs;
-  std::vector<int32_t> logprob_tokens;  // their tokens (the chosen ones)
+  std::vector<RowLogprobs> prompt_logprobs;  // echo with logprobs: prompt tokens 1..
+  bool echo_sent = false;                    // the prompt's text and logprobs are out
   int64_t text_offset = 0;              // completions stream: characters sent so far
   Usage usage;
   int64_t tokens_seen = 0;
@@ -119,6 +120,8 @@ void OpenAiStream::on_event(size_t index, const TokenEvent& ev) {
   c.tokens_seen += static_cast<int64_t>(ev.token_ids.size());
   if (options_.logprobs) {
     c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+    c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
+                             ev.prompt_logprobs.end());
   }
   std::string text;
   for (int32_t id : ev.token_ids) {
@@ -185,7 +188,14 @@ std::string OpenAiStream::take_logprobs(Choice& c) {
     json = chat_logprobs_json(c.logprobs, token_bytes_);
   } else {
     std::vector<CompletionToken> tokens;
-    tokens.reserve(c.logprobs.size());
+    tokens.reserve(c.logprobs.size() + c.prompt_logprobs.size() + 1);
+    if (!c.echo_sent && !options_.echo_tokens.empty()) {
+      // The prompt's first token has nothing before it to be scored by.
+      tokens.push_back({options_.echo_tokens.front(), std::nullopt});
+      for (const RowLogprobs& row : c.prompt_logprobs) tokens.push_back({row.chosen.token, row});
+      c.prompt_logprobs.clear();
+    }
+    c.echo_sent = true;
     for (const RowLogprobs& row : c.logprobs) tokens.push_back({row.chosen.token, row});
     json = completion_logprobs_json(tokens, token_bytes_, c.text_offset);
     c.text_offset += completion_text_length(tokens, token_bytes_);
@@ -198,13 +208,24 @@ void OpenAiStream::start_stream() {
   if (started_) return;
   writer_->start_sse();
   started_ = true;
+  if (!options_.chat) return;
   for (auto& c : choices_) {
-    if (options_.chat) {
-      writer_->sse_event(chat_chunk(meta_, ChatDelta{.role = true}, std::nullopt, c->index));
-    } else if (!options_.echo_text.empty()) {
-      writer_->sse_event(completion_chunk(meta_, options_.echo_text, std::nullopt, c->index));
-    }
+    writer_->sse_event(chat_chunk(meta_, ChatDelta{.role = true}, std::nullopt, c->index));
   }
+}
+
+void OpenAiStream::send_echo(Choice& c) {
+  if (c.echo_sent || options_.echo_text.empty()) return;
+  std::string logprobs;
+  if (options_.logprobs) {
+    // Only the prompt's entries: the tokens after it ride on their own chunks.
+    std::vector<RowLogprobs> generated = std::move(c.logprobs);
+    c.logprobs.clear();
+    logprobs = take_logprobs(c);
+    c.logprobs = std::move(generated);
+  }
+  c.echo_sent = true;
+  writer_->sse_event(completion_chunk(meta_, options_.echo_text, std::nullopt, c.index, logprobs));
 }
 
 // A choice's logprobs ride on its first chunk after their tokens; those of tokens that added no
@@ -214,6 +235,7 @@ void OpenAiStream::send_content(Choice& c, const std::string& reasoning, const s
                                 const std::vector<ToolCall>& calls) {
   start_stream();
   if (!options_.chat) {
+    send_echo(c);
     if (!content.empty()) {
       const std::string logprobs = take_logprobs(c);
       writer_->sse_event(completion_chunk(meta_, content, std::nullopt, c.index, logprobs));
@@ -263,6 +285,7 @@ void OpenAiStream::finish(Choice& c, std::string_view finish_reason, const Usage
   ++num_finished_;
   if (options_.stream) {
     start_stream();
+    if (!options_.chat) send_echo(c);
     const std::string logprobs = c.logprobs.empty() ? std::string() : take_logprobs(c);
     if (options_.chat) {
       writer_->sse_event(chat_chunk(meta_, ChatDelta{}, finish_reason, c.index, logprobs));

@@ -35,6 +35,7 @@ struct OpenAiStreamOptions {
   int64_t n = 1;      // choices
   bool logprobs = false;     // the request asked for logprobs (RequestParams::logprobs >= 0)
   std::string echo_text;     // completions with echo: the prompt's text, first in each choice
+  std::vector<int32_t> echo_tokens;  // echo with logprobs: the prompt, first in the logprobs
 };
 
 class OpenAiStream : public std::enable_shared_from_this<OpenAiStream> {
@@ -61,6 +62,8 @@ class OpenAiStream : public std::enable_shared_from_this<OpenAiStream> {
   void finish_response();
   // The choice's logprobs not yet sent, as the JSON of its kind (empty: none), and forgets them.
   std::string take_logprobs(Choice& c);
+  // Completions' echo in a stream: the prompt's text (and its logprobs), once per choice.
+  void send_echo(Choice& c);
   std::string choice_json(Choice& c);
   // Ends one choice's engine request early (stop string, client gone); the caller holds mu_.
   void cancel_locked(Choice& c);

@@ -2,7 +2,10 @@
 // the CPU): n choices indexed 0..n-1 over one prompt, usage counting the prompt once; with a seed,
 // choice i samples with seed + i, so choices differ from each other and repeat across requests;
 // streams interleave the choices' chunks by index; chat logprobs in both shapes.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <map>
 #include <set>
 #include <string>
@@ -92,6 +95,37 @@ TEST_F(ServeChoices, StreamInterleavesTheChoicesByIndexAndEndsOnce) {
   // The same seeded choices as without streaming.
   const json whole = post("/v1/chat/completions", chat_request(2, 8));
   for (int i = 0; i < 2; ++i) EXPECT_EQ(text[i], whole["choices"][i]["message"]["content"]);
+}
+
+double metric(int port, const std::string& name) {
+  HttpReply r = http(port, "GET", "/metrics");
+  const std::string key = "paceline:" + name + " ";
+  const size_t at = r.body.find("\n" + key);
+  return at == std::string::npos ? -1 : std::stod(r.body.substr(at + 1 + key.size()));
+}
+
+TEST_F(ServeChoices, ClientThatLeavesCancelsAllChoices) {
+  const std::string aborted = R"(request_success_total{finished_reason="abort"})";
+  const double aborted_before = std::max(0.0, metric(port(), aborted));
+  json body = chat_request(3, 900);
+  body["stream"] = true;
+  const std::string payload = body.dump();
+  const int fd = connect_to(port());
+  ASSERT_GE(fd, 0);
+  send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+               "application/json\r\nContent-Length: " +
+                   std::to_string(payload.size()) + "\r\n\r\n" + payload);
+  char buf[4096];
+  ASSERT_GT(::recv(fd, buf, sizeof(buf), 0), 0);  // the stream has started
+  EXPECT_GE(metric(port(), "num_requests_running"), 1);
+  ::close(fd);
+  bool idle = false;
+  for (int i = 0; i < 200 && !idle; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    idle = metric(port(), "num_requests_running") == 0 && metric(port(), "kv_cache_usage_perc") == 0;
+  }
+  EXPECT_TRUE(idle) << "running " << metric(port(), "num_requests_running");
+  EXPECT_EQ(metric(port(), aborted) - aborted_before, 3) << "every choice ends as an abort";
 }
 
 TEST_F(ServeChoices, ChatLogprobsHoldEveryTokenWithItsTopAlternatives) {

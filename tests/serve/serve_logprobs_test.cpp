@@ -176,6 +176,33 @@ TEST_P(ServeLogprobs, GreedyCompletionLogprobsEqualLogSoftmaxOfHfLogits) {
   }
 }
 
+TEST_P(ServeLogprobs, EchoedPromptLogprobsEqualLogSoftmaxOfHfLogitsEvenWhenThePromptIsCached) {
+  // Prompts whose logits HF took at every position; each sent twice: the second time its
+  // blocks are in the prefix cache, which a request for prompt logprobs must not use.
+  for (const char* name : {"len7", "len16", "len17"}) {
+    const std::vector<int32_t>& ids = prompts_.at(name);
+    const std::vector<size_t>& positions = positions_.at(name);
+    if (positions.size() != ids.size()) continue;  // only prompts with every position
+    for (int round = 0; round < 2; ++round) {
+      SCOPED_TRACE(std::string(name) + ", round " + std::to_string(round));
+      json body = {{"prompt", ids}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 2},
+                   {"echo", true}};
+      HttpReply r = http(server_->port(), "POST", "/v1/completions", body.dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json lp = json::parse(r.body)["choices"][0]["logprobs"];
+      ASSERT_EQ(lp["token_logprobs"].size(), ids.size() + 1) << "the prompt, then the token";
+      EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+      for (size_t i = 1; i < ids.size(); ++i) {
+        const std::vector<double> hf = hf_logprobs(name, i - 1);
+        EXPECT_EQ(lp["tokens"][i], shown(texts_[static_cast<size_t>(ids[i])])) << "token " << i;
+        EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), hf[static_cast<size_t>(ids[i])],
+                    kTolerance)
+            << "prompt token " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ServeLogprobs,
                          ::testing::Values("qwen3-tiny-random", "llama-tiny-random"));
 
