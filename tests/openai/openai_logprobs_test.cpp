@@ -47,9 +47,12 @@ TEST(OpenAiLogprobsRequest, CompletionLogprobsAreACountAndEchoAFlag) {
   EXPECT_EQ(completion(R"(,"logprobs":0)").options.logprobs, 0);
   EXPECT_EQ(completion(R"(,"logprobs":5)").options.logprobs, 5);
   EXPECT_TRUE(completion(R"(,"echo":true)").echo);
+  const CompletionRequest both = completion(R"(,"echo":true,"logprobs":1)");
+  EXPECT_TRUE(both.echo);
+  EXPECT_EQ(both.options.logprobs, 1);
   try {
-    completion(R"(,"echo":true,"logprobs":1)");
-    FAIL() << "echo with logprobs was accepted";
+    completion(R"(,"echo":1)");
+    FAIL() << "a numeric echo was accepted";
   } catch (const ApiException& e) {
     EXPECT_EQ(e.error().param, "echo");
   }
