@@ -101,6 +101,8 @@ void Engine::deliver(const RequestOutput& out) {
   TokenEvent ev;
   ev.request_id = out.request_id;
   ev.token_ids = out.new_token_ids;
+  ev.logprobs = out.new_logprobs;
+  ev.prompt_logprobs = out.prompt_logprobs;
   ev.finished = out.finished;
   ev.finish_reason = out.finish_reason;
   ev.stop_token_id = out.stop_token_id;

@@ -27,6 +27,8 @@ namespace paceline {
 struct TokenEvent {
   uint64_t request_id = 0;
   std::vector<int32_t> token_ids;
+  std::vector<RowLogprobs> logprobs;  // one per token when the request asked for logprobs
+  std::vector<RowLogprobs> prompt_logprobs;  // prompt tokens 1.., with the first token
   bool finished = false;
   std::optional<FinishReason> finish_reason;
   std::optional<int32_t> stop_token_id;

@@ -28,6 +28,12 @@ struct ExecutorCapabilities {
   // Blocks of the host-memory KV tier it holds (--kv-offloading-size); 0: none. It makes every
   // plan's kv_transfers before computing.
   int64_t num_host_kv_blocks = 0;
+  // It answers ScheduledSeq::prompt_logprob_targets (completions' echo with logprobs).
+  bool prompt_logprobs = false;
+  // It reports raw logprobs (before bias and penalties) for rows whose logits bias or penalties
+  // adjust. The CUDA executor adjusts the logits in place before the draw, so it refuses that
+  // combination until it keeps the raw values.
+  bool logprobs_with_logits_processing = false;
 };
 
 class Executor {

@@ -1,6 +1,7 @@
 #include "exec/null_executor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 
@@ -17,6 +18,21 @@ std::vector<int32_t> non_eos_ids(int64_t first, int64_t last, std::span<const in
     if (std::find(eos.begin(), eos.end(), id) == eos.end()) ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
+}
+
+// A plausible distribution at no cost: the cycle's tokens from the chosen one on hold
+// probabilities 1/2, 1/4, 1/8, ... so the chosen token is the most likely and the logprobs
+// decrease by ln 2 per rank.
+RowLogprobs geometric_logprobs(const std::vector<int32_t>& cycle, size_t first, int32_t num_top) {
+  const double ln2 = std::log(2.0);
+  RowLogprobs row;
+  row.chosen = {cycle[first], static_cast<float>(-ln2)};
+  const size_t k = std::min(static_cast<size_t>(std::max(num_top, 0)), cycle.size());
+  for (size_t i = 0; i < k; ++i) {
+    row.top.push_back(
+        {cycle[(first + i) % cycle.size()], static_cast<float>(-ln2 * static_cast<double>(i + 1))});
+  }
+  return row;
 }
 
 }  // namespace
@@ -39,6 +55,8 @@ ExecutorCapabilities NullExecutor::capabilities() const {
   x.kv_dtype = "float32";
   x.kv_element_bytes = sizeof(float);
   x.num_host_kv_blocks = num_host_blocks_;
+  x.prompt_logprobs = true;
+  x.logprobs_with_logits_processing = true;
   return x;
 }
 
@@ -54,7 +72,18 @@ StepResult NullExecutor::execute(const StepPlan& plan) {
     const int64_t first_position =
         std::max<int64_t>(0, s.start_pos + static_cast<int64_t>(s.tokens.size()) - s.num_logits);
     for (int32_t i = 0; i < s.num_logits; ++i) {
-      out.tokens.push_back(cycle_[static_cast<size_t>((first_position + i) % n)]);
+      const auto at = static_cast<size_t>((first_position + i) % n);
+      out.tokens.push_back(cycle_[at]);
+      if (s.num_logprobs >= 0) {
+        out.logprobs.push_back(geometric_logprobs(cycle_, at, s.num_logprobs));
+      }
+    }
+    // A prompt token scores as the most likely one would.
+    for (size_t j = 0; j < s.prompt_logprob_targets.size(); ++j) {
+      const auto at = static_cast<size_t>((s.prompt_logprobs_from + static_cast<int64_t>(j)) % n);
+      RowLogprobs row = geometric_logprobs(cycle_, at, s.num_logprobs);
+      row.chosen.token = s.prompt_logprob_targets[j];
+      out.prompt_logprobs.push_back(std::move(row));
     }
   }
   result.step_time_ns = 0;

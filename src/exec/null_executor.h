@@ -19,7 +19,10 @@ class NullExecutor final : public Executor {
   NullExecutor(KvCacheShape kv_shape, int64_t vocab_size, std::span<const int64_t> eos_token_ids,
                int64_t num_host_blocks = 0);
 
-  // The token for absolute position p is cycle[p % cycle.size()]; step_time_ns is 0.
+  // The token for absolute position p is cycle[p % cycle.size()]; step_time_ns is 0. Rows that
+  // ask for logprobs get a fixed geometric distribution: the chosen token -ln 2, and the k
+  // highest the cycle's next tokens at -ln 2, -2 ln 2, ...; prompt tokens (echo) the same, the
+  // prompt token taking the chosen one's place.
   StepResult execute(const StepPlan& plan) override;
   // The KV shape it was given, sized as the CPU executor's float32 cache would be; no graphs.
   ExecutorCapabilities capabilities() const override;

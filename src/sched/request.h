@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/block_table.h"
+#include "sched/logprob.h"
 #include "sched/sampling_params.h"
 
 namespace paceline {
@@ -28,6 +29,11 @@ struct RequestParams {
   std::vector<int32_t> eos_token_ids;  // the model's end-of-sequence tokens (the engine fills them)
   std::vector<int32_t> stop_token_ids;
   std::optional<int64_t> arrival_ns;  // unset: the scheduler's clock when it is added
+  // -1: none; k in [0, kMaxTopLogprobs]: each output token's logprob and the k highest.
+  int32_t logprobs = -1;
+  // Also the logprobs of prompt tokens 1.. (completions' echo), with `logprobs` top entries. Such
+  // a request skips the prefix cache until they are computed: cached positions have no logits.
+  bool prompt_logprobs = false;
 };
 
 struct Usage {
@@ -40,6 +46,9 @@ struct Usage {
 struct RequestOutput {
   uint64_t request_id = 0;
   std::vector<int32_t> new_token_ids;
+  std::vector<RowLogprobs> new_logprobs;  // one per new token when params.logprobs >= 0
+  // With the first output token when params.prompt_logprobs: prompt tokens 1.., in order.
+  std::vector<RowLogprobs> prompt_logprobs;
   bool finished = false;
   std::optional<FinishReason> finish_reason;
   std::optional<int32_t> stop_token_id;  // the EOS or stop token that ended it
@@ -71,6 +80,10 @@ struct Request {
   std::optional<FinishReason> finish_reason;
   std::optional<int32_t> stop_token_id;
   BlockTable blocks;
+  // params.prompt_logprobs: the next prompt token whose logprob is due, and those computed so
+  // far (handed out with the first output token).
+  int64_t prompt_logprobs_next = 1;
+  std::vector<RowLogprobs> prompt_logprobs;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
@@ -79,6 +92,9 @@ struct Request {
   bool admitted_before() const { return first_scheduled_ns >= 0; }
   bool in_prefill() const { return num_computed_tokens < prefill_end; }
   bool finished() const { return status == RequestStatus::kFinished; }
+  bool wants_prompt_logprobs() const {
+    return params.prompt_logprobs && prompt_logprobs_next < num_prompt_tokens;
+  }
   int64_t remaining_output_tokens() const { return params.max_tokens - num_output_tokens(); }
 
   // Commits one sampled token and applies the stop conditions in vLLM's order: EOS (unless

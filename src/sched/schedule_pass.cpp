@@ -118,7 +118,11 @@ void Scheduler::admit_by_prefix(Pass& pass) {
 }
 
 // Admits one waiting request with its prefix hit into this pass, if it fits.
-Scheduler::Admit Scheduler::try_admit(Request& r, const PrefixHit& hit, Pass& pass) {
+Scheduler::Admit Scheduler::try_admit(Request& r, const PrefixHit& probed, Pass& pass) {
+  // Prompt logprobs need every prompt position's logits: no cached prefix until they are out.
+  PrefixHit uncached;
+  uncached.num_query_tokens = probed.num_query_tokens;
+  const PrefixHit& hit = r.wants_prompt_logprobs() ? uncached : probed;
   const int64_t n = time_bounded_chunk(
       r, hit.num_tokens, prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget), pass);
   if (n == 0) return Admit::kNoBudget;
@@ -224,6 +228,16 @@ StepPlan Scheduler::make_plan(const Pass& pass) {
     if (s.sampling.has_penalties()) {
       s.history = r.tokens;
       s.num_prompt_tokens = r.num_prompt_tokens;
+    }
+    s.num_logprobs = r.params.logprobs;
+    if (row.prefill && r.wants_prompt_logprobs()) {
+      // Position q's logits score prompt token q + 1; the last prompt position's are the sample.
+      const int64_t from = std::max(s.start_pos, r.prompt_logprobs_next - 1);
+      const int64_t to = std::min(end, r.num_prompt_tokens - 1);
+      if (from < to) {
+        s.prompt_logprobs_from = from;
+        s.prompt_logprob_targets.assign(r.tokens.begin() + from + 1, r.tokens.begin() + to + 1);
+      }
     }
   }
   if (plan.kind == ForwardKind::kDecode) {

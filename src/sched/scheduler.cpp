@@ -52,6 +52,13 @@ void Scheduler::add_request(uint64_t id, std::vector<int32_t> prompt, RequestPar
     fail("request {}: min_tokens ({}) must be between 0 and max_tokens ({})", id, params.min_tokens,
          params.max_tokens);
   }
+  if (params.prompt_logprobs && params.logprobs < 0) {
+    fail("request {}: prompt logprobs need logprobs >= 0 (the top entries per token)", id);
+  }
+  if (params.logprobs < -1 || params.logprobs > kMaxTopLogprobs) {
+    fail("request {}: logprobs must be between -1 (none) and {}, got {}", id, kMaxTopLogprobs,
+         params.logprobs);
+  }
   const auto prompt_len = static_cast<int64_t>(prompt.size());
   if (prompt_len + params.max_tokens > config_.max_model_len) {
     fail(
@@ -115,6 +122,11 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     Request& r = *it->second;
     RequestOutput out;
     const auto row_tokens = static_cast<int64_t>(row.tokens.size());
+    if (!res.prompt_logprobs.empty()) {
+      r.prompt_logprobs.insert(r.prompt_logprobs.end(), res.prompt_logprobs.begin(),
+                               res.prompt_logprobs.end());
+      r.prompt_logprobs_next += static_cast<int64_t>(res.prompt_logprobs.size());
+    }
     if (r.in_prefill()) {
       r.num_computed_tokens += row_tokens;
       totals_.prefill_tokens += row_tokens;
@@ -130,8 +142,12 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     if (r.finished()) release(r);
     if (!out.new_token_ids.empty() || r.finished()) {
       std::vector<int32_t> new_tokens = std::move(out.new_token_ids);
+      std::vector<RowLogprobs> new_logprobs = std::move(out.new_logprobs);
       out = r.make_output();
       out.new_token_ids = std::move(new_tokens);
+      out.new_logprobs = std::move(new_logprobs);
+      out.prompt_logprobs = std::move(r.prompt_logprobs);
+      r.prompt_logprobs.clear();
       outputs.push_back(std::move(out));
     }
   }
@@ -153,6 +169,9 @@ void Scheduler::commit(Request& r, const SeqResult& res, int64_t num_tokens, boo
   for (int64_t j = 0; j < num_tokens; ++j) {
     if (decode) ++r.num_computed_tokens;
     out.new_token_ids.push_back(res.tokens[static_cast<size_t>(j)]);
+    if (static_cast<int64_t>(res.logprobs.size()) > j) {
+      out.new_logprobs.push_back(res.logprobs[static_cast<size_t>(j)]);
+    }
     ++totals_.generation_tokens;
     if (r.append_output(res.tokens[static_cast<size_t>(j)])) break;
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/kv_manager.h"
+#include "sched/logprob.h"
 #include "sched/sampling_params.h"
 
 namespace paceline {
@@ -43,6 +44,14 @@ struct ScheduledSeq {
   // with block_table's lifetime, so that a long context is not copied every step.
   std::span<const int32_t> history;
   int64_t num_prompt_tokens = 0;
+  // -1: no logprobs; k >= 0: each logit row's sampled-token logprob and its k highest
+  // (SeqResult::logprobs). Only rows that ask pay for the log-softmax.
+  int32_t num_logprobs = -1;
+  // Prompt logprobs (echo): the logits of chunk positions prompt_logprobs_from, from + 1, ...
+  // scored at the prompt tokens that follow them (targets), into SeqResult::prompt_logprobs,
+  // with num_logprobs top entries. -1: none this step.
+  int64_t prompt_logprobs_from = -1;
+  std::vector<int32_t> prompt_logprob_targets;
 };
 
 struct StepPlan {
@@ -67,6 +76,10 @@ struct SeqResult {
   uint64_t request_id = 0;
   // One sampled token per requested logit row, in position order.
   std::vector<int32_t> tokens;
+  // One per sampled token when the row asked (num_logprobs >= 0), else empty.
+  std::vector<RowLogprobs> logprobs = {};
+  // One per prompt_logprob_targets entry, in order; empty when the row asked none.
+  std::vector<RowLogprobs> prompt_logprobs = {};
 };
 
 struct StepResult {

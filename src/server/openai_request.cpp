@@ -263,9 +263,7 @@ GenerationOptions parse_generation_options(const Json& body) {
         get_bool(*stream_options, "include_usage", "stream_options.include_usage").value_or(false);
   }
 
-  if (std::optional<int64_t> n = get_integer(body, "n", kInt64Min, kInt64Max)) {
-    if (*n != 1) reject("n", "Only n = 1 is supported, got n = {}.", *n);
-  }
+  options.n = get_integer(body, "n", 1, kMaxChoices).value_or(1);
   parse_logits_processing(body, options.sampling);
   if (const Json* format = field(body, "response_format")) {
     const Json* type = format->is_object() ? field(*format, "type") : nullptr;
@@ -502,12 +500,12 @@ ChatCompletionRequest parse_chat_completion_request(const Json& body) {
   request.tool_choice = parse_tool_choice(body, request.tools);
   request.enable_thinking = parse_enable_thinking(body);
   request.options = parse_generation_options(body);
-  if (get_bool(body, "logprobs", "logprobs").value_or(false)) {
-    reject("logprobs", "'logprobs' is not supported by this server.");
+  const bool logprobs = get_bool(body, "logprobs", "logprobs").value_or(false);
+  const std::optional<int64_t> top = get_integer(body, "top_logprobs", 0, kMaxTopLogprobs);
+  if (top && *top > 0 && !logprobs) {
+    reject("top_logprobs", "'top_logprobs' needs 'logprobs' set to true.");
   }
-  if (get_integer(body, "top_logprobs", 0, 20).value_or(0) > 0) {
-    reject("top_logprobs", "'top_logprobs' is not supported by this server.");
-  }
+  if (logprobs) request.options.logprobs = static_cast<int32_t>(top.value_or(0));
   return request;
 }
 
@@ -521,10 +519,10 @@ CompletionRequest parse_completion_request(const Json& body) {
   request.model = parse_model(body);
   parse_prompt(body, request);
   request.options = parse_generation_options(body);
-  if (get_bool(body, "echo", "echo").value_or(false)) {
-    reject("echo", "'echo' is not supported by this server.");
+  request.echo = get_bool(body, "echo", "echo").value_or(false);
+  if (std::optional<int64_t> k = get_integer(body, "logprobs", 0, kMaxCompletionLogprobs)) {
+    request.options.logprobs = static_cast<int32_t>(*k);
   }
-  if (field(body, "logprobs")) reject("logprobs", "'logprobs' is not supported by this server.");
   if (std::optional<int64_t> best_of = get_integer(body, "best_of", kInt64Min, kInt64Max)) {
     if (*best_of != 1) reject("best_of", "Only best_of = 1 is supported, got {}.", *best_of);
   }
@@ -602,6 +600,7 @@ RequestParams to_request_params(const GenerationOptions& options, int64_t max_to
   params.min_tokens = options.min_tokens;
   params.ignore_eos = options.ignore_eos;
   params.stop_token_ids = options.stop_token_ids;
+  params.logprobs = options.logprobs;
   return params;
 }
 

@@ -19,6 +19,8 @@ namespace paceline {
 
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr int64_t kMaxTokensLimit = 1'000'000'000;
+inline constexpr int64_t kMaxChoices = 128;           // n
+inline constexpr int32_t kMaxCompletionLogprobs = 5;  // legacy completions' logprobs, as OpenAI
 
 // The sampling, length and stop fields both endpoints share.
 struct GenerationOptions {
@@ -32,6 +34,10 @@ struct GenerationOptions {
   std::vector<int32_t> stop_token_ids;  // each >= 0
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  int64_t n = 1;               // choices, [1, kMaxChoices]
+  // -1: no logprobs; k >= 0: each token's logprob and its k most likely alternatives (chat:
+  // logprobs true and top_logprobs k in [0, 20]; completions: logprobs k in [0, 5]).
+  int32_t logprobs = -1;
 };
 
 struct ToolChoice {
@@ -65,6 +71,7 @@ struct CompletionRequest {
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_token_ids;
   GenerationOptions options;
+  bool echo = false;  // the prompt comes first in each choice's text (and logprobs)
 
   bool has_token_prompt() const { return !prompt_text.has_value(); }
 };

@@ -36,6 +36,15 @@ void append_finish_reason(std::string& out, std::optional<std::string_view> fini
   }
 }
 
+void append_logprobs(std::string& out, std::string_view logprobs) {
+  out += R"(,"logprobs":)";
+  if (logprobs.empty()) {
+    out += "null";
+  } else {
+    out += logprobs;
+  }
+}
+
 void append_usage(std::string& out, const Usage& usage) {
   fmt::format_to(std::back_inserter(out),
                  R"({{"prompt_tokens":{},"completion_tokens":{},"total_tokens":{},)"
@@ -119,13 +128,13 @@ std::string usage_json(const Usage& usage) {
   return out;
 }
 
-std::string chat_completion_json(const ResponseMeta& meta, const ChatMessageOut& message,
-                                 std::string_view finish_reason, const Usage& usage) {
+std::string chat_choice_json(int64_t index, const ChatMessageOut& message,
+                             std::string_view logprobs, std::string_view finish_reason) {
   std::string out;
-  out.reserve(512 + (message.content ? message.content->size() : 0) +
+  out.reserve(256 + logprobs.size() + (message.content ? message.content->size() : 0) +
               (message.reasoning_content ? message.reasoning_content->size() : 0));
-  append_head(out, meta, "chat.completion");
-  out += R"(,"choices":[{"index":0,"message":{"role":"assistant","content":)";
+  fmt::format_to(std::back_inserter(out), R"({{"index":{},"message":{{"role":"assistant","content":)",
+                 index);
   if (message.content) {
     append_json_string(out, *message.content);
   } else {
@@ -139,21 +148,46 @@ std::string chat_completion_json(const ResponseMeta& meta, const ChatMessageOut&
     out += ',';
     append_tool_calls(out, message.tool_calls, false);
   }
-  out += R"(},"logprobs":null)";
+  out += '}';
+  append_logprobs(out, logprobs);
   append_finish_reason(out, finish_reason);
-  out += R"(}],"usage":)";
+  out += '}';
+  return out;
+}
+
+std::string completion_body_json(const ResponseMeta& meta, std::string_view object,
+                                 std::span<const std::string> choices, const Usage& usage) {
+  size_t size = 256;
+  for (const auto& c : choices) size += c.size() + 1;
+  std::string out;
+  out.reserve(size);
+  append_head(out, meta, object);
+  out += R"(,"choices":[)";
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) out += ',';
+    out += choices[i];
+  }
+  out += R"(],"usage":)";
   append_usage(out, usage);
   out += '}';
   return out;
 }
 
+std::string chat_completion_json(const ResponseMeta& meta, const ChatMessageOut& message,
+                                 std::string_view finish_reason, const Usage& usage) {
+  const std::string choice = chat_choice_json(0, message, {}, finish_reason);
+  return completion_body_json(meta, "chat.completion", std::span<const std::string>(&choice, 1),
+                              usage);
+}
+
 std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
-                       std::optional<std::string_view> finish_reason) {
+                       std::optional<std::string_view> finish_reason, int64_t index,
+                       std::string_view logprobs) {
   std::string out;
-  out.reserve(192 + (delta.content ? delta.content->size() : 0) +
+  out.reserve(192 + logprobs.size() + (delta.content ? delta.content->size() : 0) +
               (delta.reasoning_content ? delta.reasoning_content->size() : 0));
   append_head(out, meta, "chat.completion.chunk");
-  out += R"(,"choices":[{"index":0,"delta":{)";
+  fmt::format_to(std::back_inserter(out), R"(,"choices":[{{"index":{},"delta":{{)", index);
   bool first = true;
   auto field = [&](std::string_view name) {
     if (!first) out += ',';
@@ -179,7 +213,8 @@ std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
     first = false;
     append_tool_calls(out, delta.tool_calls, true);
   }
-  out += R"(},"logprobs":null)";
+  out += '}';
+  append_logprobs(out, logprobs);
   append_finish_reason(out, finish_reason);
   out += "}]}";
   return out;
@@ -189,29 +224,34 @@ std::string chat_usage_chunk(const ResponseMeta& meta, const Usage& usage) {
   return usage_chunk(meta, "chat.completion.chunk", usage);
 }
 
-std::string text_completion_json(const ResponseMeta& meta, std::string_view text,
-                                 std::string_view finish_reason, const Usage& usage) {
+std::string text_choice_json(int64_t index, std::string_view text, std::string_view logprobs,
+                             std::string_view finish_reason) {
   std::string out;
-  out.reserve(384 + text.size());
-  append_head(out, meta, "text_completion");
-  out += R"(,"choices":[{"index":0,"text":)";
+  out.reserve(96 + text.size() + logprobs.size());
+  fmt::format_to(std::back_inserter(out), R"({{"index":{},"text":)", index);
   append_json_string(out, text);
-  out += R"(,"logprobs":null)";
+  append_logprobs(out, logprobs);
   append_finish_reason(out, finish_reason);
-  out += R"(}],"usage":)";
-  append_usage(out, usage);
   out += '}';
   return out;
 }
 
+std::string text_completion_json(const ResponseMeta& meta, std::string_view text,
+                                 std::string_view finish_reason, const Usage& usage) {
+  const std::string choice = text_choice_json(0, text, {}, finish_reason);
+  return completion_body_json(meta, "text_completion", std::span<const std::string>(&choice, 1),
+                              usage);
+}
+
 std::string completion_chunk(const ResponseMeta& meta, std::string_view text,
-                             std::optional<std::string_view> finish_reason) {
+                             std::optional<std::string_view> finish_reason, int64_t index,
+                             std::string_view logprobs) {
   std::string out;
-  out.reserve(192 + text.size());
+  out.reserve(192 + text.size() + logprobs.size());
   append_head(out, meta, "text_completion");
-  out += R"(,"choices":[{"index":0,"text":)";
+  fmt::format_to(std::back_inserter(out), R"(,"choices":[{{"index":{},"text":)", index);
   append_json_string(out, text);
-  out += R"(,"logprobs":null)";
+  append_logprobs(out, logprobs);
   append_finish_reason(out, finish_reason);
   out += "}]}";
   return out;

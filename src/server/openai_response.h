@@ -52,6 +52,14 @@ struct ChatMessageOut {
 //  "logprobs":null,"finish_reason"}],"usage":{...}}
 std::string chat_completion_json(const ResponseMeta& meta, const ChatMessageOut& message,
                                  std::string_view finish_reason, const Usage& usage);
+// One element of "choices": {"index","message":{...},"logprobs":<logprobs>|null,"finish_reason"}.
+// `logprobs` is a JSON object (openai_logprobs.h), or empty for null.
+std::string chat_choice_json(int64_t index, const ChatMessageOut& message,
+                             std::string_view logprobs, std::string_view finish_reason);
+// A chat.completion (object "chat.completion") or text_completion body whose "choices" are the
+// given JSON objects, in order.
+std::string completion_body_json(const ResponseMeta& meta, std::string_view object,
+                                 std::span<const std::string> choices, const Usage& usage);
 
 // One streamed delta; every unset field is left out of the delta object.
 struct ChatDelta {
@@ -63,8 +71,10 @@ struct ChatDelta {
 
 // {"id","object":"chat.completion.chunk","created","model","choices":[{"index":0,
 //  "delta":{...},"logprobs":null,"finish_reason":null|"..."}]}
+// `index` is the choice's (n > 1); `logprobs` a JSON object for the delta's tokens, or empty.
 std::string chat_chunk(const ResponseMeta& meta, const ChatDelta& delta,
-                       std::optional<std::string_view> finish_reason = std::nullopt);
+                       std::optional<std::string_view> finish_reason = std::nullopt,
+                       int64_t index = 0, std::string_view logprobs = {});
 // The last chunk when include_usage is true: "choices":[] and "usage":{...}.
 std::string chat_usage_chunk(const ResponseMeta& meta, const Usage& usage);
 
@@ -72,9 +82,13 @@ std::string chat_usage_chunk(const ResponseMeta& meta, const Usage& usage);
 //  "logprobs":null,"finish_reason"}],"usage":{...}}
 std::string text_completion_json(const ResponseMeta& meta, std::string_view text,
                                  std::string_view finish_reason, const Usage& usage);
+// One element of "choices": {"index","text","logprobs":<logprobs>|null,"finish_reason"}.
+std::string text_choice_json(int64_t index, std::string_view text, std::string_view logprobs,
+                             std::string_view finish_reason);
 // A streamed text_completion object with one choice carrying `text`.
 std::string completion_chunk(const ResponseMeta& meta, std::string_view text,
-                             std::optional<std::string_view> finish_reason = std::nullopt);
+                             std::optional<std::string_view> finish_reason = std::nullopt,
+                             int64_t index = 0, std::string_view logprobs = {});
 // The last chunk when include_usage is true: "choices":[] and "usage":{...}.
 std::string completion_usage_chunk(const ResponseMeta& meta, const Usage& usage);
 

@@ -17,6 +17,19 @@ namespace paceline {
 
 namespace {
 
+// Logprobs are the raw logits' (vLLM's raw_logprobs); an executor that adjusts the logits in place
+// for logit_bias and penalties cannot give them for such a row yet: a 400 naming the field.
+void check_logprobs_support(const RequestParams& params, const ExecutorCapabilities& caps) {
+  if (params.logprobs < 0 || !params.sampling.adjusts_logits() ||
+      caps.logprobs_with_logits_processing) {
+    return;
+  }
+  throw_api_error(invalid_request_error(
+      "'logprobs' together with 'logit_bias' or a penalty is not supported on this device yet "
+      "(use --device cpu, or drop one of them)",
+      "logprobs"));
+}
+
 int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -200,6 +213,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
                                                   options_.max_model_len, "messages");
     if (!admit(*w)) return;
     RequestParams params = to_request_params(r.options, max_tokens);
+    check_logprobs_support(params, engine_.capabilities());
     for (int64_t id : config_.eos_token_ids) params.eos_token_ids.push_back(static_cast<int32_t>(id));
 
     const uint64_t seed = next_seed_.fetch_add(1);
@@ -211,6 +225,8 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
     so.reasoning = reasoning_mode_for(r.enable_thinking, rendered);
     so.stop = r.options.stop;
     so.seed = seed;
+    so.n = r.options.n;
+    so.logprobs = r.options.logprobs >= 0;
     ResponseMeta meta{make_response_id("chatcmpl-", seed), options_.served_model_name, unix_seconds()};
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));
@@ -254,7 +270,15 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
                                                   options_.max_model_len, "prompt");
     if (!admit(*w)) return;
     RequestParams params = to_request_params(r.options, max_tokens);
+    check_logprobs_support(params, engine_.capabilities());
     for (int64_t id : config_.eos_token_ids) params.eos_token_ids.push_back(static_cast<int32_t>(id));
+    params.prompt_logprobs = r.echo && r.options.logprobs >= 0;
+    if (params.prompt_logprobs && !engine_.capabilities().prompt_logprobs) {
+      throw_api_error(invalid_request_error(
+          "'echo' with 'logprobs' needs the prompt's logprobs, which this executor does not "
+          "compute (use --device cpu or null)",
+          "echo"));
+    }
 
     const uint64_t seed = next_seed_.fetch_add(1);
     OpenAiStreamOptions so;
@@ -263,6 +287,10 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
     so.include_usage = r.options.include_usage;
     so.stop = r.options.stop;
     so.seed = seed;
+    so.n = r.options.n;
+    so.logprobs = r.options.logprobs >= 0;
+    if (r.echo) so.echo_text = r.prompt_text ? *r.prompt_text : tokenizer_.decode(prompt);
+    if (params.prompt_logprobs) so.echo_tokens = prompt;
     ResponseMeta meta{make_response_id("cmpl-", seed), options_.served_model_name, unix_seconds()};
     auto stream = std::make_shared<OpenAiStream>(std::move(so), std::move(meta), tokenizer_, w, engine_);
     stream->start(std::move(prompt), std::move(params));

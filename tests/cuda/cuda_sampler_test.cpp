@@ -16,6 +16,7 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/kernels.h"
+#include "logit_rows.h"
 #include "sample_on_gpu.h"
 
 namespace paceline {
@@ -25,28 +26,7 @@ using cuda::SampleRow;
 
 constexpr int64_t kVocab = 151936;
 
-// Rows of logits of different shapes: flat (a dummy model's), peaked (a trained model's), rounded
-// to bf16 (many ties), and a handful of distinct values (ties everywhere).
-std::vector<float> make_logit_rows() {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> rows;
-  for (int kind = 0; kind < 4; ++kind) {
-    for (int64_t i = 0; i < kVocab; ++i) {
-      float v = normal(rng);
-      if (kind == 1) v = v * 3.0f + (i % 997 == 0 ? 12.0f : 0.0f);
-      if (kind == 2) {
-        uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        bits &= 0xffff0000u;  // bf16
-        std::memcpy(&v, &bits, sizeof bits);
-      }
-      if (kind == 3) v = static_cast<float>(static_cast<int>(std::abs(v) * 2.0f));
-      rows.push_back(v);
-    }
-  }
-  return rows;
-}
+std::vector<float> make_logit_rows() { return testing::make_logit_rows(11); }
 
 TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
   PACELINE_REQUIRE_GPU();

@@ -165,7 +165,7 @@ TEST_F(Serve, MalformedRequestsGetTheRightStatusAndTheServerStaysUp) {
       {chat, "{" + msgs + R"(,"temperature":"hot"})", 400},
       {chat, "{" + msgs + R"(,"top_p":0})", 400},
       {chat, "{" + msgs + R"(,"top_k":-5})", 400},
-      {chat, "{" + msgs + R"(,"n":2})", 400},
+      {chat, "{" + msgs + R"(,"n":129})", 400},
       {chat, "{" + msgs + R"(,"stop":5})", 400},
       {chat, "{" + msgs + R"(,"stream":"yes"})", 400},
       {chat, "{" + msgs + R"(,"min_tokens":9,"max_tokens":3})", 400},

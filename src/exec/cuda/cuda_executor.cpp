@@ -88,6 +88,14 @@ struct CudaExecutor::Impl {
   PinnedBuffer sample_params_host;
   PinnedBuffer host_sampled;
   GpuLogitsProcessing logits_processing;  // logit_bias and penalties, before the draw
+  // Rows that asked for logprobs (launch_logprobs): their LogprobRow, and what it computed.
+  DeviceBuffer logprob_rows;
+  DeviceBuffer logprob_out;
+  PinnedBuffer logprob_rows_host;
+  PinnedBuffer host_logprobs;
+  // Launches launch_logprobs for the rows that asked, after the sampler (it reads the chosen
+  // tokens on the device), and the copy of its results to host_logprobs; their LogprobRows.
+  std::vector<LogprobRow> enqueue_logprobs(const StepPlan& plan, int64_t vocab);
   float last_gpu_ms = 0.0f;
   Activations* last_acts = nullptr;
   int last_num_logits = 0;
@@ -225,7 +233,52 @@ void enqueue_kv_transfers(HostKvTier* tier, const KvTransfers& t, cudaStream_t s
   for (const BlockCopy& c : t.loads) tier->load(c.host_block, c.gpu_block, stream);
 }
 
+RowLogprobs to_row_logprobs(const LogprobResult& r, int32_t num_top, int64_t vocab) {
+  RowLogprobs out;
+  out.chosen = {r.token, r.logprob};
+  const auto k = static_cast<int32_t>(std::min<int64_t>(num_top, vocab));
+  for (int32_t i = 0; i < k; ++i) out.top.push_back({r.top_tokens[i], r.top_logprobs[i]});
+  return out;
+}
+
 }  // namespace
+
+std::vector<LogprobRow> CudaExecutor::Impl::enqueue_logprobs(const StepPlan& plan,
+                                                             int64_t vocab) {
+  Impl& m = *this;
+  std::vector<LogprobRow> rows;
+  int row = 0, sampled = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
+      const int32_t sampled_index = s.sampling.greedy() ? -1 : sampled++;
+      if (s.num_logprobs < 0) continue;
+      LogprobRow r;
+      r.row = row;
+      r.sampled = sampled_index;
+      r.num_top = std::min(s.num_logprobs, kMaxGpuTopLogprobs);
+      rows.push_back(r);
+    }
+  }
+  if (rows.empty()) return rows;
+  const size_t row_bytes = rows.size() * sizeof(LogprobRow);
+  const size_t out_bytes = rows.size() * sizeof(LogprobResult);
+  m.logprob_rows_host.reserve(row_bytes);
+  std::memcpy(m.logprob_rows_host.as<void>(), rows.data(), row_bytes);
+  m.logprob_rows.reserve(row_bytes);
+  m.logprob_out.reserve(out_bytes);
+  m.host_logprobs.reserve(out_bytes);
+  PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.logprob_rows.as<void>(), m.logprob_rows_host.as<void>(),
+                                      row_bytes, cudaMemcpyHostToDevice, m.stream));
+  const int32_t* greedy = m.last_acts->sampled.as<int32_t>();
+  const int32_t* drawn = sampled > 0 ? m.sample_out.as<int32_t>() : greedy;
+  PACELINE_CUDA_CHECK(launch_logprobs(m.last_acts->logits.as<float>(), vocab,
+                                      m.logprob_rows.as<LogprobRow>(),
+                                      static_cast<int>(rows.size()), greedy, drawn,
+                                      m.logprob_out.as<LogprobResult>(), m.stream));
+  PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_logprobs.as<void>(), m.logprob_out.as<void>(),
+                                      out_bytes, cudaMemcpyDeviceToHost, m.stream));
+  return rows;
+}
 
 StepResult CudaExecutor::execute(const StepPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
@@ -312,6 +365,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                                         sample_rows.size() * sizeof(int32_t),
                                         cudaMemcpyDeviceToHost, m.stream));
   }
+  const std::vector<LogprobRow> logprob_rows = m.enqueue_logprobs(plan, vocab);
   PACELINE_CUDA_CHECK(cudaEventRecord(m.step_end, m.stream));
   PACELINE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m.last_gpu_ms, m.step_start, m.step_end));
@@ -322,12 +376,19 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   result.seqs.reserve(plan.seqs.size());
   int row = 0;
   int next_sampled = 0;
+  size_t next_logprobs = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     SeqResult& out = result.seqs.emplace_back();
     out.request_id = s.request_id;
     for (int32_t i = 0; i < s.num_logits; ++i, ++row) {
       out.tokens.push_back(s.sampling.greedy() ? m.host_tokens.as<int32_t>()[row]
                                                : m.host_sampled.as<int32_t>()[next_sampled++]);
+      if (s.num_logprobs >= 0) {
+        out.logprobs.push_back(
+            to_row_logprobs(m.host_logprobs.as<LogprobResult>()[next_logprobs],
+                            logprob_rows[next_logprobs].num_top, vocab));
+        ++next_logprobs;
+      }
     }
   }
   result.step_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

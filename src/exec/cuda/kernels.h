@@ -149,5 +149,25 @@ cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* r
 cudaError_t launch_logit_adjustments(float* logits, int64_t vocab,
                                      const LogitAdjustment* adjustments, int n,
                                      cudaStream_t stream);
+// Logprobs (src/exec/logprobs.h) of rows that asked: log_softmax of logits[row] at the chosen
+// token (greedy[row] when sampled < 0, else sampled_tokens[sampled]) and the num_top (<= 20)
+// highest, descending, ties: lower id first. The row's max and log-sum-exp are reduced in one
+// pass; the top entries in num_top passes, each the best after the one before.
+inline constexpr int kMaxGpuTopLogprobs = 20;
+struct LogprobRow {
+  int32_t row = 0;
+  int32_t sampled = -1;
+  int32_t num_top = 0;
+  int32_t unused = 0;
+};
+struct LogprobResult {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  int32_t top_tokens[kMaxGpuTopLogprobs] = {};
+  float top_logprobs[kMaxGpuTopLogprobs] = {};
+};
+cudaError_t launch_logprobs(const float* logits, int64_t vocab, const LogprobRow* rows,
+                            int num_rows, const int32_t* greedy, const int32_t* sampled_tokens,
+                            LogprobResult* out, cudaStream_t stream);
 
 }  // namespace paceline::cuda
