@@ -30,6 +30,8 @@ struct GenerationOptions {
   std::vector<int32_t> stop_token_ids;  // each >= 0
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // stream_options.continuous_usage_stats: usage on every chunk (with include_usage, as vLLM).
+  bool continuous_usage_stats = false;
 };
 
 struct ToolChoice {
@@ -48,6 +50,8 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json tools;  // null when absent or empty, else an array of tool objects
   ToolChoice tool_choice;
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  // false: at most one tool call in the answer (the first the model wrote; the others dropped).
+  bool parallel_tool_calls = true;
   GenerationOptions options;
 
   // Whether the output is to be scanned for <tool_call> blocks.

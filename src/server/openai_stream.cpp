@@ -15,7 +15,12 @@ OpenAiStream::OpenAiStream(OpenAiStreamOptions options, ResponseMeta meta,
       detok_(tokenizer, /*skip_special_tokens=*/true),
       stops_(options_.stop),
       reasoning_(options_.reasoning),
-      tools_(options_.seed) {}
+      tools_(options_.seed) {
+  if (options_.continuous_usage) {
+    usage_writer_ = std::make_shared<ContinuousUsageWriter>(writer_);
+    writer_ = usage_writer_;
+  }
+}
 
 void OpenAiStream::start(std::vector<int32_t> prompt, RequestParams params) {
   auto self = shared_from_this();
@@ -61,6 +66,11 @@ void OpenAiStream::on_event(const TokenEvent& ev) {
   }
   last_usage_ = ev.usage;
   tokens_seen_ += static_cast<int64_t>(ev.token_ids.size());
+  if (usage_writer_) {
+    Usage so_far = ev.usage;
+    so_far.completion_tokens = tokens_seen_;
+    usage_writer_->set_usage(so_far);
+  }
   std::string text;
   for (int32_t id : ev.token_ids) {
     // A model vocabulary larger than the tokenizer's (Qwen3 pads to 151,936) can sample ids the
@@ -116,6 +126,9 @@ void OpenAiStream::emit_text(const std::string& text, bool final) {
     td.content += tail.content;
     td.calls.insert(td.calls.end(), tail.calls.begin(), tail.calls.end());
   }
+  if (!options_.parallel_tool_calls) {
+    std::erase_if(td.calls, [](const ToolCall& call) { return call.index > 0; });
+  }
   send_content(rd.reasoning, td.content, td.calls);
 }
 
@@ -163,6 +176,7 @@ void OpenAiStream::finish(std::string_view finish_reason, const Usage& usage) {
   if (options_.parse_tool_calls) {
     ToolCallParse parsed = parse_tool_calls(split.content, options_.seed);
     message.tool_calls = std::move(parsed.calls);
+    if (!options_.parallel_tool_calls && message.tool_calls.size() > 1) message.tool_calls.resize(1);
     if (!message.tool_calls.empty() && reason == "stop") reason = "tool_calls";
     if (!parsed.content.empty() || message.tool_calls.empty()) message.content = parsed.content;
   } else {
