@@ -7,36 +7,40 @@
 
 namespace paceline {
 
+// Helpers named for this file alone: the module compiles as a unity build.
 namespace {
 
-using Json = nlohmann::json;
-
 // The ids of a TemplateProcessing special token: its "special_tokens" entry's "ids".
-std::vector<int32_t> template_token_ids(const Json& processor, const std::string& name,
+std::vector<int32_t> template_token_ids(const nlohmann::json& processor, const std::string& name,
                                         const std::string& where) {
-  const Json* specials = processor.contains("special_tokens") ? &processor["special_tokens"] : nullptr;
+  const nlohmann::json* specials =
+      processor.contains("special_tokens") ? &processor["special_tokens"] : nullptr;
   if (specials == nullptr || !specials->is_object() || !specials->contains(name)) {
     fail("{}: post_processor: template token '{}' has no entry in special_tokens", where, name);
   }
-  const Json& ids = (*specials)[name].value("ids", Json::array());
+  const nlohmann::json& ids = (*specials)[name].value("ids", nlohmann::json::array());
   std::vector<int32_t> out;
-  for (const Json& id : ids) {
-    if (!id.is_number_integer()) fail("{}: post_processor: special_tokens.{}.ids holds a non-integer", where, name);
+  for (const nlohmann::json& id : ids) {
+    if (!id.is_number_integer())
+      fail("{}: post_processor: special_tokens.{}.ids holds a non-integer", where, name);
     out.push_back(id.get<int32_t>());
   }
   return out;
 }
 
-void add_template(const Json& processor, const std::string& where, SpecialTokensAround& out) {
-  const Json& single = processor.value("single", Json::array());
-  if (!single.is_array()) fail("{}: post_processor: TemplateProcessing.single is not an array", where);
+void add_template(const nlohmann::json& processor, const std::string& where,
+                  SpecialTokensAround& out) {
+  const nlohmann::json& single = processor.value("single", nlohmann::json::array());
+  if (!single.is_array())
+    fail("{}: post_processor: TemplateProcessing.single is not an array", where);
   bool after_sequence = false;
-  for (const Json& piece : single) {
+  for (const nlohmann::json& piece : single) {
     if (piece.contains("Sequence")) {
       after_sequence = true;
       continue;
     }
-    if (!piece.contains("SpecialToken")) fail("{}: post_processor: unknown piece {}", where, piece.dump());
+    if (!piece.contains("SpecialToken"))
+      fail("{}: post_processor: unknown piece {}", where, piece.dump());
     const std::string name = piece["SpecialToken"].value("id", "");
     std::vector<int32_t> ids = template_token_ids(processor, name, where);
     auto& side = after_sequence ? out.suffix : out.prefix;
@@ -45,15 +49,17 @@ void add_template(const Json& processor, const std::string& where, SpecialTokens
 }
 
 // Bert and Roberta processors name their tokens as ["[CLS]", 101].
-int32_t pair_id(const Json& processor, const char* key, const std::string& where) {
-  const Json* pair = processor.contains(key) ? &processor[key] : nullptr;
-  if (pair == nullptr || !pair->is_array() || pair->size() != 2 || !(*pair)[1].is_number_integer()) {
+int32_t pair_id(const nlohmann::json& processor, const char* key, const std::string& where) {
+  const nlohmann::json* pair = processor.contains(key) ? &processor[key] : nullptr;
+  if (pair == nullptr || !pair->is_array() || pair->size() != 2 ||
+      !(*pair)[1].is_number_integer()) {
     fail("{}: post_processor: '{}' is not a [token, id] pair", where, key);
   }
   return (*pair)[1].get<int32_t>();
 }
 
-void add_processor(const Json& processor, const std::string& where, SpecialTokensAround& out) {
+void add_processor(const nlohmann::json& processor, const std::string& where,
+                   SpecialTokensAround& out) {
   if (processor.is_null()) return;
   const std::string type = processor.value("type", "");
   if (type == "ByteLevel") return;
@@ -64,7 +70,8 @@ void add_processor(const Json& processor, const std::string& where, SpecialToken
     return;
   }
   if (type == "Sequence") {
-    for (const Json& p : processor.value("processors", Json::array())) add_processor(p, where, out);
+    for (const nlohmann::json& p : processor.value("processors", nlohmann::json::array()))
+      add_processor(p, where, out);
     return;
   }
   fail("{}: post_processor of type '{}' is not supported (add_special_tokens cannot be applied)",
@@ -73,7 +80,8 @@ void add_processor(const Json& processor, const std::string& where, SpecialToken
 
 }  // namespace
 
-SpecialTokensAround special_tokens_around(const Json& tokenizer_json, const std::string& where) {
+SpecialTokensAround special_tokens_around(const nlohmann::json& tokenizer_json,
+                                          const std::string& where) {
   SpecialTokensAround out;
   if (tokenizer_json.is_object() && tokenizer_json.contains("post_processor")) {
     add_processor(tokenizer_json["post_processor"], where, out);
@@ -87,7 +95,7 @@ SpecialTokensAround special_tokens_around_file(const std::string& tokenizer_json
   if (std::filesystem::is_directory(path, ec)) path /= "tokenizer.json";
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("tokenizer: cannot read {}", path.string());
-  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) fail("{}: not valid JSON", path.string());
   return special_tokens_around(doc, path.string());
 }

@@ -25,8 +25,8 @@ std::string percent_decoded(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() &&
-        hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
       out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
       i += 2;
       continue;
@@ -66,9 +66,10 @@ void OpenAiService::reset_prefix_cache(const HttpRequest& req, std::shared_ptr<R
   const std::string_view query = std::string_view(req.target).substr(req.path.size());
   if (query.find("reset_running_requests=true") != std::string_view::npos ||
       query.find("reset_running_requests=1") != std::string_view::npos) {
-    send_api_error(*w, invalid_request_error("'reset_running_requests' is not supported: the blocks "
-                                             "of running requests are always kept",
-                                             "reset_running_requests"));
+    send_api_error(*w,
+                   invalid_request_error("'reset_running_requests' is not supported: the blocks "
+                                         "of running requests are always kept",
+                                         "reset_running_requests"));
     return;
   }
   const std::string request_id = req.request_id;

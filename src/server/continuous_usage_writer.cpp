@@ -45,12 +45,16 @@ void ContinuousUsageWriter::sse_event(const std::string& payload) {
   inner_->sse_event(with_usage(payload, usage));
 }
 
-void ContinuousUsageWriter::end() { inner_->end(); }
+void ContinuousUsageWriter::end() {
+  inner_->end();
+}
 
 void ContinuousUsageWriter::on_disconnect(std::function<void()> callback) {
   inner_->on_disconnect(std::move(callback));
 }
 
-bool ContinuousUsageWriter::closed() const { return inner_->closed(); }
+bool ContinuousUsageWriter::closed() const {
+  return inner_->closed();
+}
 
 }  // namespace paceline

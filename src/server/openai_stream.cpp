@@ -176,7 +176,9 @@ void OpenAiStream::finish(std::string_view finish_reason, const Usage& usage) {
   if (options_.parse_tool_calls) {
     ToolCallParse parsed = parse_tool_calls(split.content, options_.seed);
     message.tool_calls = std::move(parsed.calls);
-    if (!options_.parallel_tool_calls && message.tool_calls.size() > 1) message.tool_calls.resize(1);
+    if (!options_.parallel_tool_calls && message.tool_calls.size() > 1) {
+      message.tool_calls.resize(1);
+    }
     if (!message.tool_calls.empty() && reason == "stop") reason = "tool_calls";
     if (!parsed.content.empty() || message.tool_calls.empty()) message.content = parsed.content;
   } else {

@@ -9,9 +9,10 @@
 namespace paceline {
 
 void OpenAiService::install_tokenize_routes(HttpServer& server) {
-  server.route("POST", "/tokenize", [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
-    offload(req, std::move(w), &OpenAiService::tokenize);
-  });
+  server.route("POST", "/tokenize",
+               [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
+                 offload(req, std::move(w), &OpenAiService::tokenize);
+               });
   server.route("POST", "/detokenize",
                [this](const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
                  offload(req, std::move(w), &OpenAiService::detokenize);

@@ -26,7 +26,8 @@ const char* kTwoCalls =
 struct RecordingWriter final : ResponseWriter {
   std::string body;
   std::vector<std::string> events;
-  void send(int, const std::string&, std::string b, const std::map<std::string, std::string>&) override {
+  void send(int, const std::string&, std::string b,
+            const std::map<std::string, std::string>&) override {
     body = std::move(b);
   }
   void start_sse(const std::map<std::string, std::string>&) override {}
@@ -49,15 +50,16 @@ class ParallelToolCalls : public ::testing::Test {
     const std::vector<int64_t> eos = {151645};
     SchedulerConfig config;
     config.max_model_len = 256;
-    Engine engine(config, std::make_unique<NullExecutor>(KvCacheShape{64, 16}, tokenizer_->vocab_size(), eos),
-                  clock_);
+    Engine engine(
+        config, std::make_unique<NullExecutor>(KvCacheShape{64, 16}, tokenizer_->vocab_size(), eos),
+        clock_);
     auto writer = std::make_shared<RecordingWriter>();
     OpenAiStreamOptions options;
     options.stream = stream;
     options.parse_tool_calls = true;
     options.parallel_tool_calls = parallel;
-    auto s = std::make_shared<OpenAiStream>(options, ResponseMeta{"chatcmpl-x", "m", 0}, *tokenizer_,
-                                            writer, engine);
+    auto s = std::make_shared<OpenAiStream>(options, ResponseMeta{"chatcmpl-x", "m", 0},
+                                            *tokenizer_, writer, engine);
     TokenEvent ev;
     ev.token_ids = tokenizer_->encode(kTwoCalls);
     ev.finished = true;

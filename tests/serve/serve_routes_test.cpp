@@ -69,7 +69,8 @@ TEST_F(ServeRoutes, TokenizeMessagesRendersTheChatTemplate) {
                      {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}});
   EXPECT_EQ(t["count"], c["usage"]["prompt_tokens"]);
   // Without the generation prompt the "<|im_start|>assistant\n" tail is left out.
-  json bare = post_json(port(), "/tokenize", {{"messages", messages}, {"add_generation_prompt", false}});
+  json bare =
+      post_json(port(), "/tokenize", {{"messages", messages}, {"add_generation_prompt", false}});
   EXPECT_LT(bare["count"].get<int>(), t["count"].get<int>());
   json text = post_json(port(), "/detokenize", {{"tokens", t["tokens"]}});
   EXPECT_NE(text["prompt"].get<std::string>().find("<|im_start|>user\nWhat is two plus two?"),
@@ -78,7 +79,8 @@ TEST_F(ServeRoutes, TokenizeMessagesRendersTheChatTemplate) {
 }
 
 TEST_F(ServeRoutes, TokenizeRefusesWhatItCannotHonour) {
-  json both = post_json(port(), "/tokenize", {{"prompt", "x"}, {"messages", chat_messages("y")}}, 400);
+  json both =
+      post_json(port(), "/tokenize", {{"prompt", "x"}, {"messages", chat_messages("y")}}, 400);
   EXPECT_EQ(both["error"]["param"], "prompt");
   json neither = post_json(port(), "/tokenize", json::object(), 400);
   EXPECT_EQ(neither["error"]["param"], "prompt");
@@ -142,7 +144,8 @@ TEST_F(ServeRoutes, RequestIdIsEchoedOrGenerated) {
   EXPECT_EQ(a.headers["x-request-id"].size(), 32u) << a.headers["x-request-id"];
   EXPECT_NE(a.headers["x-request-id"], b.headers["x-request-id"]);
   // Errors, streams and the transport's own answers carry it too.
-  EXPECT_EQ(http(port(), "GET", "/nope", "", {{"X-Request-Id", "r1"}}).headers["x-request-id"], "r1");
+  EXPECT_EQ(http(port(), "GET", "/nope", "", {{"X-Request-Id", "r1"}}).headers["x-request-id"],
+            "r1");
   HttpReply bad = http(port(), "POST", "/v1/completions", "{", {{"X-Request-Id", "r2"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.headers["x-request-id"], "r2");
@@ -188,7 +191,8 @@ TEST_F(ServeRoutes, ContinuousUsageStatsPutsUsageOnEveryChunk) {
   // Without it only that final chunk has usage.
   body["stream_options"] = {{"include_usage", true}};
   std::vector<json> plain = stream_chunks(port(), body);
-  for (size_t i = 0; i + 1 < plain.size(); ++i) EXPECT_FALSE(plain[i].contains("usage")) << plain[i];
+  for (size_t i = 0; i + 1 < plain.size(); ++i)
+    EXPECT_FALSE(plain[i].contains("usage")) << plain[i];
 }
 
 // Llama-3's tokenizer.json puts <|begin_of_text|> before a sequence (its post_processor):
@@ -211,7 +215,8 @@ TEST(ServeRoutesLlama, AddSpecialTokensAndApiKey) {
   EXPECT_EQ(chat[0], 128000);
   EXPECT_NE(chat[1], 128000) << "one BOS, from the template";
   for (const char* path : {"/tokenize", "/detokenize", "/reset_prefix_cache"}) {
-    EXPECT_EQ(http(server.port(), "POST", path, R"({"prompt":"x","tokens":[1]})").status, 401) << path;
+    EXPECT_EQ(http(server.port(), "POST", path, R"({"prompt":"x","tokens":[1]})").status, 401)
+        << path;
   }
   EXPECT_EQ(http(server.port(), "GET", "/v1/models/llama-3.2-1b").status, 401);
   EXPECT_EQ(http(server.port(), "GET", "/v1/models/llama-3.2-1b", "", key).status, 200);
