@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 
+#ifndef PACELINE_DATA_FROM_BIN
+#define PACELINE_DATA_FROM_BIN "../share/paceline"
+#endif
+
 namespace paceline {
 
 namespace fs = std::filesystem;
@@ -18,6 +22,10 @@ std::vector<fs::path> resource_roots() {
   if (!ec) {
     for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
       roots.push_back(dir);
+      // An installed binary's resources (cmake/install.cmake), before any folder above it.
+      if (dir == exe.parent_path()) {
+        roots.push_back((dir / PACELINE_DATA_FROM_BIN).lexically_normal());
+      }
       if (dir == dir.parent_path()) break;
     }
   }

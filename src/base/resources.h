@@ -1,7 +1,8 @@
 #pragma once
 // Finding the files paceline ships or fetches (configs/models, third_party/qwen3-tokenizer) when
-// the binary runs from anywhere: $PACELINE_HOME, the current folder, then the executable's folder
-// and each folder above it.
+// the binary runs from anywhere: $PACELINE_HOME, the current folder, the executable's folder,
+// the installed data folder beside it (../share/paceline, where `cmake --install` puts them),
+// then each folder above the executable's.
 #include <filesystem>
 #include <optional>
 #include <string>

@@ -67,6 +67,14 @@ void Engine::cancel(uint64_t request_id) {
   cv_.notify_all();
 }
 
+void Engine::reset_prefix_cache(std::function<void(int64_t)> done) {
+  {
+    std::lock_guard lock(mu_);
+    resets_.push_back(std::move(done));
+  }
+  cv_.notify_all();
+}
+
 int64_t Engine::num_unfinished() const {
   std::lock_guard lock(mu_);
   return static_cast<int64_t>(callbacks_.size());
@@ -94,6 +102,25 @@ void Engine::drain_inbox() {
   }
   for (uint64_t id : cancels) {
     if (auto out = core_.cancel(id)) deliver(*out);
+  }
+  if (!core_.step_in_flight()) reset_prefix_caches();
+}
+
+// Resets wait for the drain between steps (the one during a forward leaves them queued).
+void Engine::reset_prefix_caches() {
+  std::vector<std::function<void(int64_t)>> resets;
+  {
+    std::lock_guard lock(mu_);
+    resets.swap(resets_);
+  }
+  if (resets.empty()) return;
+  const int64_t dropped = core_.reset_prefix_cache();
+  for (auto& done : resets) {
+    try {
+      if (done) done(dropped);
+    } catch (const std::exception& e) {
+      spdlog::error("reset_prefix_cache callback failed: {}", e.what());
+    }
   }
 }
 
@@ -139,7 +166,8 @@ void Engine::loop() {
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] {
-        return stopping_ || !inbox_.empty() || !cancels_.empty() || core_.has_unfinished();
+        return stopping_ || !inbox_.empty() || !cancels_.empty() || !resets_.empty() ||
+               core_.has_unfinished();
       });
       if (stopping_) break;
     }

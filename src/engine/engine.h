@@ -62,6 +62,10 @@ class Engine {
   // Aborts the request as soon as the loop is outside the forward, freeing its KV blocks; a row
   // of the forward then running is dropped.
   void cancel(uint64_t request_id);
+  // Forgets every cached KV block no request holds, on the loop's thread between two steps;
+  // `done` then gets the number of blocks dropped (on the engine thread: return quickly). A reset
+  // asked for after stop() is never done, and `done` is destroyed uncalled.
+  void reset_prefix_cache(std::function<void(int64_t dropped)> done);
 
   // The scheduler's config as the executor sized it (KV blocks, block size, graph sizes).
   const SchedulerConfig& config() const { return core_.config(); }
@@ -77,6 +81,7 @@ class Engine {
   };
   void loop();
   void drain_inbox();
+  void reset_prefix_caches();
   void deliver(const RequestOutput& out);
   void finish(uint64_t id, TokenEvent ev);
   void abort_all();
@@ -88,6 +93,7 @@ class Engine {
   std::condition_variable cv_;
   std::deque<Submission> inbox_;
   std::vector<uint64_t> cancels_;
+  std::vector<std::function<void(int64_t)>> resets_;
   std::unordered_map<uint64_t, TokenCallback> callbacks_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;

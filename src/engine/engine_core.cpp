@@ -79,6 +79,14 @@ void EngineCore::add(uint64_t id, std::vector<int32_t> prompt, RequestParams par
   host_ns_ += clock_.now_ns() - t0;
 }
 
+int64_t EngineCore::reset_prefix_cache() {
+  // The step in flight may be about to publish or load blocks it planned against the cache.
+  if (step_) fail("reset_prefix_cache: a step is in flight; reset between steps");
+  const int64_t dropped = scheduler_->reset_prefix_cache();
+  spdlog::debug("prefix cache reset: {} cached blocks dropped", dropped);
+  return dropped;
+}
+
 std::optional<RequestOutput> EngineCore::cancel(uint64_t id) {
   const int64_t t0 = clock_.now_ns();
   std::optional<RequestOutput> out = scheduler_->cancel(id);

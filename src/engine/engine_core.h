@@ -70,6 +70,10 @@ class EngineCore {
   void end_step(const OutputSink& deliver);
   std::vector<RequestOutput> end_step();
 
+  // Forgets every cached KV block no request holds (POST /reset_prefix_cache); returns how many.
+  // Only between steps: throws paceline::Error while one is in flight.
+  int64_t reset_prefix_cache();
+
   bool step_in_flight() const { return step_.has_value(); }
   bool has_unfinished() const { return scheduler_->has_unfinished(); }
   const SchedulerConfig& config() const { return scheduler_->config(); }

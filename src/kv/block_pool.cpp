@@ -68,6 +68,19 @@ void BlockPool::rerank(int32_t block, int64_t evict_key) {
   by_key_.insert({evict_key, depth_[block], block});
 }
 
+int64_t BlockPool::evict_free_cached() {
+  int64_t dropped = 0;
+  for (int32_t b = 0; b < sentinel(); ++b) {
+    if (ref_[b] != 0 || !hashed_[b]) continue;
+    unlink(b);  // while still hashed, so a ranked pool forgets its key
+    cache_.erase(hash_[b], b);
+    hashed_[b] = 0;
+    link_before(b, next_[sentinel()]);
+    ++dropped;
+  }
+  return dropped;
+}
+
 std::optional<int32_t> BlockPool::first_free() const {
   const int32_t block = next_[sentinel()];
   if (block == sentinel()) return std::nullopt;

@@ -46,6 +46,10 @@ class BlockPool {
   bool publish(int32_t block, uint64_t hash, int32_t depth = 0);
   // Files a free cached block of a ranked pool under a new key; nothing for any other block.
   void rerank(int32_t block, int64_t evict_key);
+  // Drops the hash of every free cached block (they move to the head of the free queue, as
+  // unhashed blocks); blocks in use keep theirs, so the requests holding them lose nothing.
+  // Returns how many were dropped. For POST /reset_prefix_cache.
+  int64_t evict_free_cached();
 
   // The free queue's head: an unhashed block when there is one, else the cached block freed
   // longest ago; nullopt when nothing is free.

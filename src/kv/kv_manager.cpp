@@ -216,6 +216,12 @@ void KvManager::cache_computed_blocks(BlockTable& seq, std::span<const int32_t> 
   seq.num_published = full;
 }
 
+int64_t KvManager::reset_prefix_cache() {
+  int64_t dropped = pool_.evict_free_cached();
+  if (host_) dropped += host_->evict_free_cached();
+  return dropped;
+}
+
 void KvManager::free(BlockTable& seq) {
   const int64_t now = now_ns();
   for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) {

@@ -111,6 +111,9 @@ class KvManager {
   // [0, num_computed_tokens) hold KV for tokens[0, num_computed_tokens).
   void cache_computed_blocks(BlockTable& seq, std::span<const int32_t> tokens,
                              int64_t num_computed_tokens);
+  // Forgets every cached block not in use, in both tiers (BlockPool::evict_free_cached): later
+  // requests find no prefix but those of requests still running. Returns the blocks dropped.
+  int64_t reset_prefix_cache();
   // Releases every block of `seq`, last block first, so that a sequence's tail is evicted before
   // the prefix it shares with others. Keeps seq.hashes.
   void free(BlockTable& seq);

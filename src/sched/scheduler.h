@@ -75,6 +75,8 @@ class Scheduler {
 
   const SchedulerConfig& config() const { return config_; }
   const KvManager& kv() const { return kv_; }
+  // KvManager::reset_prefix_cache; the blocks of running and waiting requests are untouched.
+  int64_t reset_prefix_cache() { return kv_.reset_prefix_cache(); }
   // The next-use oracle of --kv-policy oracle (the simulator's); must outlive the scheduler.
   void set_next_use_oracle(NextUseOracle* oracle) { kv_.set_oracle(oracle); }
   // What --max-step-ms predicts step times with; must outlive the scheduler. Without one (or

@@ -1,6 +1,8 @@
 #pragma once
-// The route table: exact path, then method. An unknown path goes to the not-found handler, a
-// known path with another method to the method-not-allowed handler; both can be replaced.
+// The route table: exact path, then method. A path no exact route has may still fall under a
+// prefix route ("/v1/models/" serves /v1/models/{id}; the longest prefix wins). An unknown path
+// goes to the not-found handler, a known path with another method to the method-not-allowed
+// handler; both can be replaced.
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +19,8 @@ class HttpRouter {
   HttpRouter& operator=(const HttpRouter&) = delete;
 
   void add(std::string method, std::string path, HttpHandler handler);
+  // Serves every path that starts with `prefix` (and is longer than it) that no exact route has.
+  void add_prefix(std::string method, std::string prefix, HttpHandler handler);
   void set_not_found(HttpHandler handler);
   void set_method_not_allowed(HttpHandler handler);
 
@@ -27,7 +31,12 @@ class HttpRouter {
   std::string allowed_methods(const std::string& path) const;
 
  private:
-  std::unordered_map<std::string, std::map<std::string, HttpHandler>> routes_;  // path → method
+  using Methods = std::map<std::string, HttpHandler>;
+  // The methods for `path`: its exact route, else its longest prefix route; null when none.
+  const Methods* find(const std::string& path) const;
+
+  std::unordered_map<std::string, Methods> routes_;  // path → method
+  std::map<std::string, Methods> prefixes_;          // prefix → method
   HttpHandler not_found_;
   HttpHandler method_not_allowed_;
 };

@@ -130,6 +130,12 @@ void HttpServer::route(std::string method, std::string path, HttpHandler handler
   context_->router.add(std::move(method), std::move(path), std::move(handler));
 }
 
+void HttpServer::route_prefix(std::string method, std::string prefix, HttpHandler handler) {
+  if (loop_->started)
+    fail("HttpServer::route_prefix({} {}): routes must be added before start()", method, prefix);
+  context_->router.add_prefix(std::move(method), std::move(prefix), std::move(handler));
+}
+
 void HttpServer::set_not_found_handler(HttpHandler handler) {
   if (loop_->started) fail("HttpServer: the not-found handler must be set before start()");
   context_->router.set_not_found(std::move(handler));

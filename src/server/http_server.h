@@ -39,6 +39,8 @@ class HttpServer {
 
   // Routes are exact paths (the query is ignored) and must be added before start().
   void route(std::string method, std::string path, HttpHandler handler);
+  // Every path under `prefix` that no exact route has (HttpRouter::add_prefix).
+  void route_prefix(std::string method, std::string prefix, HttpHandler handler);
   // Replace the default answers: 404 for an unknown path, 405 for a known path with another
   // method. The defaults send OpenAI's error object.
   void set_not_found_handler(HttpHandler handler);

@@ -15,6 +15,7 @@
 #include "server/http_request.h"
 #include "server/http_wire.h"
 #include "server/http_writer.h"
+#include "server/request_id.h"
 
 namespace paceline {
 
@@ -94,6 +95,7 @@ void HttpSession::post_deliver(uint64_t exchange, std::string bytes, bool last, 
 void HttpSession::read_request() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kReading;
+  request_id_.clear();
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(context_->options.max_body_bytes);
@@ -106,6 +108,8 @@ void HttpSession::read_request() {
 void HttpSession::on_header(error_code ec) {
   if (phase_ == Phase::kClosed) return;
   if (ec) return on_read_error(ec);
+  const auto sent = parser_->get()["X-Request-Id"];
+  request_id_ = request_id_for(std::string_view(sent.data(), sent.size()));
   if (!check_header()) return;
   if (parser_->is_done()) return dispatch();
   auto expect = parser_->get()[http::field::expect];
@@ -124,9 +128,11 @@ bool HttpSession::check_header() {
   if (!context_->header_check) return true;
   std::optional<HttpRejection> rejection;
   try {
-    rejection = context_->header_check(http_request_head(parser_->get()));
+    HttpRequest head = http_request_head(parser_->get());
+    head.request_id = request_id_;
+    rejection = context_->header_check(head);
   } catch (const std::exception& e) {
-    spdlog::error("http: header check threw: {}", e.what());
+    spdlog::error("http: request {}: header check threw: {}", request_id_, e.what());
     rejection =
         HttpRejection{500, "application/json", http_error_body(500, "Internal server error."), {}};
   }
@@ -176,15 +182,19 @@ void HttpSession::dispatch() {
   exchange.id = ++exchange_;
   exchange.keep_alive = message.keep_alive() && context_->options.keep_alive;
   exchange.chunked = message.version() >= 11;
+  exchange.request_id = request_id_;
   auto writer = std::make_shared<HttpSessionWriter>(std::move(exchange));
   writer_ = writer;
   watch();
 
   HttpRequest request = http_request_from(std::move(message));
+  request.request_id = request_id_;
+  spdlog::debug("http: request {}: {} {}", request.request_id, request.method, request.path);
   try {
     context_->router.dispatch(request, writer);
   } catch (const std::exception& e) {
-    spdlog::error("http: handler for {} {} threw: {}", request.method, request.path, e.what());
+    spdlog::error("http: request {}: handler for {} {} threw: {}", request.request_id,
+                  request.method, request.path, e.what());
     writer->send(500, "application/json", http_error_body(500, "Internal server error."));
   }
   // A handler that kept no copy has answered or will never answer: the writer's destructor
@@ -203,6 +213,8 @@ void HttpSession::send_and_close(int status, const std::string& content_type,
                             {"Content-Length", std::to_string(body.size())},
                             {"Connection", "close"}};
   http_add_headers(headers, HttpHeaderList(extra_headers.begin(), extra_headers.end()));
+  http_add_headers(headers,
+                   {{"X-Request-Id", request_id_.empty() ? generate_request_id() : request_id_}});
   phase_ = Phase::kResponding;
   parser_.reset();
   ++exchange_;  // no writer may deliver into this answer

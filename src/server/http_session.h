@@ -83,6 +83,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Phase phase_ = Phase::kReading;
 
   uint64_t exchange_ = 0;                    // number of the current request
+  std::string request_id_;                   // its X-Request-Id; empty until its header is in
   std::weak_ptr<HttpSessionWriter> writer_;  // its writer, to tell it about a disconnect
   bool request_active_ = false;              // counted in HttpContext::active_requests
   bool response_done_ = false;               // the last bytes of the response are queued

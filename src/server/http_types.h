@@ -17,6 +17,8 @@ struct HttpRequest {
   std::string path;                            // without the query
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  // The client's X-Request-Id, or a generated one (server/request_id.h); every response echoes it.
+  std::string request_id;
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? std::string() : it->second;

@@ -55,6 +55,7 @@ void HttpSessionWriter::send_locked(int status, const std::string& content_type,
                             {"Content-Length", std::to_string(body.size())},
                             {"Connection", close ? "close" : "keep-alive"}};
   http_add_headers(headers, header_list(extra_headers));
+  add_request_id(headers);
   std::string bytes = http_response_head(status, headers);
   bytes += body;
   deliver(std::move(bytes), true, close);
@@ -75,6 +76,7 @@ void HttpSessionWriter::start_sse(const std::map<std::string, std::string>& extr
                             {"X-Accel-Buffering", "no"}};
   if (exchange_.chunked) headers.emplace_back("Transfer-Encoding", "chunked");
   http_add_headers(headers, header_list(extra_headers));
+  add_request_id(headers);
   deliver(http_response_head(200, headers), false, false);
 }
 
@@ -151,6 +153,11 @@ void HttpSessionWriter::deliver(std::string bytes, bool last, bool close_after) 
     return;
   }
   session->post_deliver(exchange_.id, std::move(bytes), last, close_after);
+}
+
+// After the handler's own headers: one that set X-Request-Id itself keeps its value.
+void HttpSessionWriter::add_request_id(HttpHeaderList& headers) const {
+  http_add_headers(headers, {{"X-Request-Id", exchange_.request_id}});
 }
 
 bool HttpSessionWriter::close_after() const {

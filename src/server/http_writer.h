@@ -12,6 +12,7 @@
 #include <string>
 
 #include "server/http_types.h"
+#include "server/http_wire.h"
 
 namespace paceline {
 
@@ -24,6 +25,7 @@ struct HttpExchange {
   uint64_t id = 0;         // the session's request number; stale deliveries are dropped
   bool keep_alive = true;  // the request allows another one on this connection
   bool chunked = true;     // HTTP/1.1; an HTTP/1.0 stream is framed by closing the connection
+  std::string request_id;  // sent back as X-Request-Id
 };
 
 class HttpSessionWriter final : public ResponseWriter {
@@ -53,6 +55,7 @@ class HttpSessionWriter final : public ResponseWriter {
   void end_locked();
   void deliver(std::string bytes, bool last, bool close_after);
   bool close_after() const;
+  void add_request_id(HttpHeaderList& headers) const;
 
   HttpExchange exchange_;
   std::mutex mutex_;

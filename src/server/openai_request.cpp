@@ -261,6 +261,9 @@ GenerationOptions parse_generation_options(const Json& body) {
     }
     options.include_usage =
         get_bool(*stream_options, "include_usage", "stream_options.include_usage").value_or(false);
+    options.continuous_usage_stats =
+        get_bool(*stream_options, "continuous_usage_stats", "stream_options.continuous_usage_stats")
+            .value_or(false);
   }
 
   options.n = get_integer(body, "n", 1, kMaxChoices).value_or(1);
@@ -499,6 +502,8 @@ ChatCompletionRequest parse_chat_completion_request(const Json& body) {
   request.tools = parse_tools(body);
   request.tool_choice = parse_tool_choice(body, request.tools);
   request.enable_thinking = parse_enable_thinking(body);
+  request.parallel_tool_calls =
+      get_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
   request.options = parse_generation_options(body);
   const bool logprobs = get_bool(body, "logprobs", "logprobs").value_or(false);
   const std::optional<int64_t> top = get_integer(body, "top_logprobs", 0, kMaxTopLogprobs);

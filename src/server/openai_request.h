@@ -38,6 +38,8 @@ struct GenerationOptions {
   // -1: no logprobs; k >= 0: each token's logprob and its k most likely alternatives (chat:
   // logprobs true and top_logprobs k in [0, 20]; completions: logprobs k in [0, 5]).
   int32_t logprobs = -1;
+  // stream_options.continuous_usage_stats: usage on every chunk (with include_usage, as vLLM).
+  bool continuous_usage_stats = false;
 };
 
 struct ToolChoice {
@@ -56,6 +58,8 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json tools;  // null when absent or empty, else an array of tool objects
   ToolChoice tool_choice;
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  // false: at most one tool call in the answer (the first the model wrote; the others dropped).
+  bool parallel_tool_calls = true;
   GenerationOptions options;
 
   // Whether the output is to be scanned for <tool_call> blocks.

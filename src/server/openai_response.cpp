@@ -261,18 +261,22 @@ std::string completion_usage_chunk(const ResponseMeta& meta, const Usage& usage)
   return usage_chunk(meta, "text_completion", usage);
 }
 
+std::string model_card_json(const ModelCard& model) {
+  std::string out = R"({"id":)";
+  append_json_string(out, model.id);
+  fmt::format_to(std::back_inserter(out), R"(,"object":"model","created":{},)", model.created);
+  out += R"("owned_by":"paceline","root":)";
+  append_json_string(out, model.root);
+  fmt::format_to(std::back_inserter(out), R"(,"parent":null,"max_model_len":{}}})",
+                 model.max_model_len);
+  return out;
+}
+
 std::string models_list_json(std::span<const ModelCard> models) {
   std::string out = R"({"object":"list","data":[)";
   for (size_t i = 0; i < models.size(); ++i) {
-    const ModelCard& model = models[i];
     if (i > 0) out += ',';
-    out += R"({"id":)";
-    append_json_string(out, model.id);
-    fmt::format_to(std::back_inserter(out), R"(,"object":"model","created":{},)", model.created);
-    out += R"("owned_by":"paceline","root":)";
-    append_json_string(out, model.root);
-    fmt::format_to(std::back_inserter(out), R"(,"parent":null,"max_model_len":{}}})",
-                   model.max_model_len);
+    out += model_card_json(models[i]);
   }
   out += "]}";
   return out;

@@ -99,6 +99,9 @@ struct ModelCard {
   int64_t max_model_len = 0;
 };
 
+// One card, as GET /v1/models/{id} answers: {"id","object":"model","created",
+//  "owned_by":"paceline","root","parent":null,"max_model_len"}
+std::string model_card_json(const ModelCard& model);
 // {"object":"list","data":[{"id","object":"model","created","owned_by":"paceline","root",
 //  "parent":null,"max_model_len"}]}
 std::string models_list_json(std::span<const ModelCard> models);

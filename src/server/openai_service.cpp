@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "model/chat_template.h"
+#include "server/api_guard.h"
 #include "server/openai_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -36,23 +37,6 @@ int64_t unix_seconds() {
       .count();
 }
 
-void send_error(ResponseWriter& w, const ApiError& err,
-                const std::map<std::string, std::string>& headers = {}) {
-  w.send(err.status, "application/json", error_json(err), headers);
-}
-
-// Runs a handler body; any exception becomes OpenAI's error object with its status.
-template <typename F>
-void guarded(ResponseWriter& w, F&& body) {
-  try {
-    body();
-  } catch (...) {
-    ApiError err = api_error_from_current_exception();
-    if (err.status >= 500) spdlog::error("request failed: {}", err.message);
-    send_error(w, err);
-  }
-}
-
 // Bodies up to this size are prepared on the small-body lane (RequestWorkers): a chat turn of a
 // few thousand tokens, not a 30 MB prompt.
 constexpr size_t kSmallBodyBytes = 64 * 1024;
@@ -79,8 +63,11 @@ size_t longest_token_bytes(const Tokenizer& tokenizer) {
   return longest;
 }
 
+// Every route but /health, /version and /metrics (which probes and scrapers call without a key).
 bool needs_key(const std::string& path) {
-  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models";
+  return path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models" ||
+         path.starts_with("/v1/models/") || path == "/tokenize" || path == "/detokenize" ||
+         path == "/reset_prefix_cache";
 }
 
 bool generates(const HttpRequest& req) {
@@ -134,13 +121,13 @@ std::optional<HttpRejection> OpenAiService::check_header(const HttpRequest& head
 
 bool OpenAiService::authorized(const HttpRequest& req, ResponseWriter& w) const {
   if (key_ok(req)) return true;
-  send_error(w, authentication_error(), kAuthenticateHeader);
+  send_api_error(w, authentication_error(), kAuthenticateHeader);
   return false;
 }
 
 bool OpenAiService::admit(ResponseWriter& w) {
   if (!queue_full(1)) return true;
-  send_error(w, overloaded_error("the waiting queue is full; retry later"), kRetryAfterHeader);
+  send_api_error(w, overloaded_error("the waiting queue is full; retry later"), kRetryAfterHeader);
   return false;
 }
 
@@ -150,7 +137,7 @@ void OpenAiService::offload(const HttpRequest& req, std::shared_ptr<ResponseWrit
   auto request = std::make_shared<HttpRequest>(req);
   workers_->post(req.body.size(), [this, request, w = std::move(w), route](bool shutting_down) {
     if (shutting_down) {
-      send_error(*w, overloaded_error("the server is shutting down"), kRetryAfterHeader);
+      send_api_error(*w, overloaded_error("the server is shutting down"), kRetryAfterHeader);
       return;
     }
     if (w->closed()) return;  // the client left while the request waited
@@ -192,6 +179,8 @@ void OpenAiService::install(HttpServer& server) {
   server.route("GET", "/metrics", [this](const HttpRequest&, std::shared_ptr<ResponseWriter> w) {
     w->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render_prometheus());
   });
+  install_tokenize_routes(server);
+  install_admin_routes(server);
 }
 
 void OpenAiService::models(const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
@@ -202,7 +191,7 @@ void OpenAiService::models(const HttpRequest& req, std::shared_ptr<ResponseWrite
 
 void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
   if (!authorized(req, *w)) return;
-  guarded(*w, [&] {
+  guarded(req, *w, [&] {
     ChatCompletionRequest r = parse_chat_completion_request(req.body, req.header("content-type"));
     check_model(r.model);
     check_logit_bias(r.options.sampling, config_.vocab_size);
@@ -221,7 +210,9 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
     so.chat = true;
     so.stream = r.options.stream;
     so.include_usage = r.options.include_usage;
+    so.continuous_usage = r.options.include_usage && r.options.continuous_usage_stats;
     so.parse_tool_calls = r.parses_tool_calls();
+    so.parallel_tool_calls = r.parallel_tool_calls;
     so.reasoning = reasoning_mode_for(r.enable_thinking, rendered);
     so.stop = r.options.stop;
     so.seed = seed;
@@ -234,7 +225,8 @@ void OpenAiService::chat_completions(const HttpRequest& req, std::shared_ptr<Res
 }
 
 // The model's own chat template (or --chat-template's), as vLLM renders it.
-std::string OpenAiService::render_chat(const ChatCompletionRequest& r) const {
+std::string OpenAiService::render_chat(const ChatCompletionRequest& r,
+                                       bool add_generation_prompt) const {
   if (!options_.chat_template) {
     throw_api_error(invalid_request_error(
         "this model has no chat template (its tokenizer_config.json has none); start the server "
@@ -242,7 +234,7 @@ std::string OpenAiService::render_chat(const ChatCompletionRequest& r) const {
         "messages"));
   }
   ChatTemplateOptions chat;
-  chat.add_generation_prompt = true;
+  chat.add_generation_prompt = add_generation_prompt;
   chat.enable_thinking = r.enable_thinking;
   try {
     return options_.chat_template->render(r.messages, r.tools, chat);
@@ -253,7 +245,7 @@ std::string OpenAiService::render_chat(const ChatCompletionRequest& r) const {
 
 void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w) {
   if (!authorized(req, *w)) return;
-  guarded(*w, [&] {
+  guarded(req, *w, [&] {
     CompletionRequest r = parse_completion_request(req.body, req.header("content-type"));
     check_model(r.model);
     check_logit_bias(r.options.sampling, config_.vocab_size);
@@ -285,6 +277,7 @@ void OpenAiService::completions(const HttpRequest& req, std::shared_ptr<Response
     so.chat = false;
     so.stream = r.options.stream;
     so.include_usage = r.options.include_usage;
+    so.continuous_usage = r.options.include_usage && r.options.continuous_usage_stats;
     so.stop = r.options.stop;
     so.seed = seed;
     so.n = r.options.n;

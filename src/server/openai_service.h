@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "model/chat_template.h"
 #include "model/config.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_post_processor.h"
 #include "server/http_server.h"
 #include "server/request_workers.h"
 
@@ -57,10 +59,20 @@ class OpenAiService {
   // check before the (much slower) tokenize.
   void check_prompt_bytes(size_t bytes, const char* input_name) const;
   void chat_completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
-  std::string render_chat(const ChatCompletionRequest& r) const;
+  std::string render_chat(const ChatCompletionRequest& r, bool add_generation_prompt = true) const;
   void completions(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void models(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
   void check_model(const std::string& requested) const;
+  // POST /tokenize, POST /detokenize (tokenize_routes.cpp).
+  void install_tokenize_routes(HttpServer& server);
+  void tokenize(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
+  void detokenize(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
+  // The tokenizer's special tokens for add_special_tokens; read from its file on first use.
+  const SpecialTokensAround& special_tokens_around() const;
+  // GET /v1/models/{id}, POST /reset_prefix_cache (admin_routes.cpp).
+  void install_admin_routes(HttpServer& server);
+  void model_by_id(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
+  void reset_prefix_cache(const HttpRequest& req, std::shared_ptr<ResponseWriter> w);
 
   OpenAiServiceOptions options_;
   const ModelConfig& config_;
@@ -72,6 +84,9 @@ class OpenAiService {
   std::atomic<uint64_t> next_seed_;
   size_t max_token_bytes_ = 1;  // the longest token's bytes, special tokens included
   std::unique_ptr<RequestWorkers> workers_;
+  mutable std::once_flag special_once_;
+  mutable std::optional<SpecialTokensAround> special_;
+  mutable std::string special_error_;  // why special_ could not be read
 };
 
 }  // namespace paceline

@@ -49,6 +49,10 @@ OpenAiStream::OpenAiStream(OpenAiStreamOptions options, ResponseMeta meta,
       return {};
     }
   };
+  if (options_.continuous_usage) {
+    usage_writer_ = std::make_shared<ContinuousUsageWriter>(writer_);
+    writer_ = usage_writer_;
+  }
   for (int64_t i = 0; i < options_.n; ++i) {
     choices_.push_back(std::make_unique<Choice>(i, options_, tokenizer_));
   }
@@ -118,6 +122,12 @@ void OpenAiStream::on_event(size_t index, const TokenEvent& ev) {
   }
   c.usage = ev.usage;
   c.tokens_seen += static_cast<int64_t>(ev.token_ids.size());
+  if (usage_writer_) {  // the counts so far on every chunk: the prompt once, every choice's tokens
+    Usage so_far = ev.usage;
+    so_far.completion_tokens = 0;
+    for (const auto& other : choices_) so_far.completion_tokens += other->tokens_seen;
+    usage_writer_->set_usage(so_far);
+  }
   if (options_.logprobs) {
     c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
     c.prompt_logprobs.insert(c.prompt_logprobs.end(), ev.prompt_logprobs.begin(),
@@ -177,6 +187,9 @@ void OpenAiStream::emit_text(Choice& c, const std::string& text, bool final) {
     ToolCallStreamParser::Delta tail = c.tools.flush();
     td.content += tail.content;
     td.calls.insert(td.calls.end(), tail.calls.begin(), tail.calls.end());
+  }
+  if (!options_.parallel_tool_calls) {
+    std::erase_if(td.calls, [](const ToolCall& call) { return call.index > 0; });
   }
   send_content(c, rd.reasoning, td.content, td.calls);
 }
@@ -270,6 +283,9 @@ std::string OpenAiStream::choice_json(Choice& c) {
   if (options_.parse_tool_calls) {
     ToolCallParse parsed = parse_tool_calls(split.content, options_.seed + static_cast<uint64_t>(c.index));
     message.tool_calls = std::move(parsed.calls);
+    if (!options_.parallel_tool_calls && message.tool_calls.size() > 1) {
+      message.tool_calls.resize(1);
+    }
     if (!message.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     if (!parsed.content.empty() || message.tool_calls.empty()) message.content = parsed.content;
   } else {

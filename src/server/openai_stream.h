@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_stream.h"
+#include "server/continuous_usage_writer.h"
 #include "server/http_types.h"
 #include "server/openai_logprobs.h"
 #include "server/openai_response.h"
@@ -28,7 +29,9 @@ struct OpenAiStreamOptions {
   bool chat = true;  // chat.completion(.chunk) objects; false: text_completion
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // usage on every chunk (ContinuousUsageWriter)
   bool parse_tool_calls = false;
+  bool parallel_tool_calls = true;  // false: only the first tool call is sent
   ReasoningMode reasoning = ReasoningMode::kOff;
   std::vector<std::string> stop;
   uint64_t seed = 0;  // tool-call ids
@@ -72,6 +75,7 @@ class OpenAiStream : public std::enable_shared_from_this<OpenAiStream> {
   ResponseMeta meta_;
   const Tokenizer& tokenizer_;
   std::shared_ptr<ResponseWriter> writer_;
+  std::shared_ptr<ContinuousUsageWriter> usage_writer_;  // in front of writer_; null when off
   Engine& engine_;
   TokenBytes token_bytes_;
 

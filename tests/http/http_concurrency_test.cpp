@@ -73,7 +73,10 @@ struct StreamClient : std::enable_shared_from_this<StreamClient> {
     socket.async_read_some(asio::buffer(buffer), [self](boost::system::error_code ec, size_t n) {
       if (ec) return;
       self->received.append(self->buffer, n);
-      if (self->received.size() >= 5 &&
+      // The last chunk, after the head: a head whose last header value ends in '0' (a random
+      // X-Request-Id) also ends in "0\r\n\r\n".
+      const size_t head = self->received.find("\r\n\r\n");
+      if (head != std::string::npos && self->received.size() >= head + 4 + 5 &&
           self->received.compare(self->received.size() - 5, 5, "0\r\n\r\n") == 0) {
         self->done = true;
         return;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "metrics_text.h"
 #include "server_process.h"
 
 namespace paceline::testing {
@@ -97,16 +98,15 @@ TEST_F(ServeChoices, StreamInterleavesTheChoicesByIndexAndEndsOnce) {
   for (int i = 0; i < 2; ++i) EXPECT_EQ(text[i], whole["choices"][i]["message"]["content"]);
 }
 
-double metric(int port, const std::string& name) {
-  HttpReply r = http(port, "GET", "/metrics");
-  const std::string key = "paceline:" + name + " ";
-  const size_t at = r.body.find("\n" + key);
-  return at == std::string::npos ? -1 : std::stod(r.body.substr(at + 1 + key.size()));
+// One series of /metrics (every series carries model_name; -1 when absent).
+double metric(int port, const std::string& name, const PromLabels& labels = {}) {
+  return scrape_metric(port, name, labels);
 }
 
 TEST_F(ServeChoices, ClientThatLeavesCancelsAllChoices) {
-  const std::string aborted = R"(request_success_total{finished_reason="abort"})";
-  const double aborted_before = std::max(0.0, metric(port(), aborted));
+  const std::string aborted = "request_success_total";
+  const PromLabels abort_reason = {{"finished_reason", "abort"}};
+  const double aborted_before = std::max(0.0, metric(port(), aborted, abort_reason));
   json body = chat_request(3, 900);
   body["stream"] = true;
   const std::string payload = body.dump();
@@ -125,7 +125,7 @@ TEST_F(ServeChoices, ClientThatLeavesCancelsAllChoices) {
     idle = metric(port(), "num_requests_running") == 0 && metric(port(), "kv_cache_usage_perc") == 0;
   }
   EXPECT_TRUE(idle) << "running " << metric(port(), "num_requests_running");
-  EXPECT_EQ(metric(port(), aborted) - aborted_before, 3) << "every choice ends as an abort";
+  EXPECT_EQ(metric(port(), aborted, abort_reason) - aborted_before, 3) << "every choice ends as an abort";
 }
 
 TEST_F(ServeChoices, ChatLogprobsHoldEveryTokenWithItsTopAlternatives) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics_text.h"
 #include "server_process.h"
 
 namespace paceline::testing {
@@ -36,10 +37,9 @@ std::string long_prompt_body(int tokens, int max_tokens, bool stream) {
       .dump();
 }
 
+// One series of /metrics text (every series carries model_name; -1 when absent).
 double metric_of(const std::string& text, const std::string& name) {
-  std::string key = "\npaceline:" + name + " ";
-  size_t at = text.find(key);
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
+  return metric_value(text, name);
 }
 
 TEST(ServeStepCap, ALongPromptIsPrefilledInStepsUnderTheCapAndHealthStaysAnswered) {

@@ -173,10 +173,18 @@ inline std::pair<int, std::string> run_paceline(const std::string& args, int tim
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Which binary runs, and from where.
+struct ServerLaunch {
+  std::string binary = PACELINE_BINARY;
+  std::string working_dir = PACELINE_SOURCE_DIR;
+  bool unset_paceline_home = false;  // as a user who never set it
+};
+
 class ServerProcess {
  public:
   // `model`: what --model names (a shipped name, a config.json or a Hugging Face folder).
-  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = "tiny") {
+  explicit ServerProcess(std::vector<std::string> extra_args, const std::string& model = "tiny",
+                         const ServerLaunch& launch = {}) {
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe");
     pid_ = fork();
@@ -184,13 +192,14 @@ class ServerProcess {
       dup2(out[1], 2);
       dup2(out[1], 1);
       close(out[0]);
-      std::vector<std::string> args = {PACELINE_BINARY, "serve", "--model", model, "--port", "0",
+      std::vector<std::string> args = {launch.binary, "serve", "--model", model, "--port", "0",
                                        "--threads", "1"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      if (chdir(PACELINE_SOURCE_DIR) != 0) _exit(126);
+      if (chdir(launch.working_dir.c_str()) != 0) _exit(126);
+      if (launch.unset_paceline_home) unsetenv("PACELINE_HOME");
       execv(argv[0], argv.data());
       _exit(127);
     }
