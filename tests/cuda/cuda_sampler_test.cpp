@@ -1,7 +1,11 @@
 // Sampling on the GPU draws exactly the token the host's sample_token draws from the same float32
 // logits, seed and position, for every combination of temperature, top-k and top-p, on flat,
 // peaked and heavily tied rows of a Qwen3-sized vocabulary; and the CUDA executor's sampled
-// tokens are those of sample_token on its own logits.
+// tokens are those of sample_token on its own logits. With PACELINE_SAMPLE_BENCH=1 the kernel is
+// timed at 1, 16 and 64 rows.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -122,6 +126,66 @@ TEST(CudaSampler, MoreRowsThanOneLaunchTakesAreAllSampled) {
     if (r.seqs[0].tokens[i] != sample_token(l, plan.seqs[0].sampling, 99, i)) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0) << "of 300 rows";
+}
+
+
+TEST(CudaSampler, Bench) {
+  PACELINE_REQUIRE_GPU();
+  if (std::getenv("PACELINE_SAMPLE_BENCH") == nullptr) {
+    GTEST_SKIP() << "set PACELINE_SAMPLE_BENCH=1 to time the sampler";
+  }
+  using cuda::DeviceBuffer;
+  const std::vector<float> kinds = make_logit_rows();  // flat, peaked, bf16, few values
+  constexpr int kMaxRows = 64;
+  struct Case {
+    const char* name;
+    int kind;
+    int64_t top_k;
+    double top_p;
+  };
+  for (const Case c : {Case{"flat, top-p 0.95", 0, -1, 0.95}, Case{"peaked, top-p 0.95", 1, -1, 0.95},
+                       Case{"flat, top-k 50, top-p 0.95", 0, 50, 0.95}, Case{"flat, T only", 0, -1, 1.0}}) {
+    std::vector<float> logits;
+    for (int r = 0; r < kMaxRows; ++r) {
+      logits.insert(logits.end(), kinds.begin() + c.kind * kVocab, kinds.begin() + (c.kind + 1) * kVocab);
+    }
+    DeviceBuffer d_logits(logits.size() * sizeof(float));
+    PACELINE_CUDA_CHECK(cudaMemcpy(d_logits.as<float>(), logits.data(),
+                                   logits.size() * sizeof(float), cudaMemcpyHostToDevice));
+    DeviceBuffer d_rows(kMaxRows * sizeof(SampleRow)), d_out(kMaxRows * sizeof(int32_t));
+    DeviceBuffer d_weights(static_cast<size_t>(kMaxRows) * kVocab * sizeof(uint64_t));
+    std::vector<SampleRow> rows(kMaxRows);
+    for (int r = 0; r < kMaxRows; ++r) {
+      rows[r].temperature = 1.0;
+      rows[r].top_p = c.top_p;
+      rows[r].top_k = c.top_k;
+      rows[r].u = sample_uniform(7, r);
+      rows[r].row = r;
+    }
+    PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data(), rows.size() * sizeof(SampleRow),
+                                   cudaMemcpyHostToDevice));
+    cudaEvent_t a, b;
+    PACELINE_CUDA_CHECK(cudaEventCreate(&a));
+    PACELINE_CUDA_CHECK(cudaEventCreate(&b));
+    for (int n : {1, 16, 64}) {
+      std::vector<float> ms;
+      for (int i = 0; i < 12; ++i) {
+        PACELINE_CUDA_CHECK(cudaEventRecord(a));
+        PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(), n,
+                                                d_weights.as<uint64_t>(), d_out.as<int32_t>(), nullptr));
+        PACELINE_CUDA_CHECK(cudaEventRecord(b));
+        PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+        float m = 0;
+        PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+        if (i > 1) ms.push_back(m);
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("[ sample bench ] %s, %d rows of %lld: %.3f ms (median of %zu)\n", c.name, n,
+                  static_cast<long long>(kVocab), ms[ms.size() / 2], ms.size());
+    }
+    PACELINE_CUDA_CHECK(cudaEventDestroy(a));
+    PACELINE_CUDA_CHECK(cudaEventDestroy(b));
+  }
 }
 
 }  // namespace
