@@ -126,16 +126,7 @@ TEST(CudaLogitsProcessing, MinPDrawsWhatTheHostSamplerDraws) {
             p.min_p = min_p;
             p.top_k = top_k;
             p.top_p = top_p;
-            SampleRow row;
-            row.temperature = temperature;
-            row.min_p = min_p;
-            row.top_k = top_k;
-            row.top_p = top_p;
-            row.u = sample_uniform(77, position);
-            row.row = r;
-            rows.push_back(row);
-            expected.push_back(sample_token(
-                std::span<const float>(logits.data() + r * kVocab, kVocab), p, 77, position));
+            testing::add_draw(rows, expected, logits, kVocab, r, p, 77, position);
             ++position;
           }
         }

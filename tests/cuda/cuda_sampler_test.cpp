@@ -48,16 +48,46 @@ TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
             params.temperature = temperature;
             params.top_k = top_k;
             params.top_p = top_p;
-            const uint64_t seed = 1000 + static_cast<uint64_t>(kind);
-            SampleRow r;
-            r.temperature = temperature;
-            r.top_p = top_p;
-            r.top_k = top_k;
-            r.u = sample_uniform(seed, position);
-            r.row = kind;
-            rows.push_back(r);
-            std::span<const float> row(logits.data() + kind * kVocab, kVocab);
-            expected.push_back(sample_token(row, params, seed, position));
+            testing::add_draw(rows, expected, logits, kVocab, kind, params,
+                              1000 + static_cast<uint64_t>(kind), position);
+          }
+        }
+      }
+    }
+  }
+  const std::vector<int32_t> got = testing::sample_on_gpu(logits, kVocab, rows);
+  testing::expect_same_draws(got, expected, rows);
+}
+
+TEST(CudaSampler, DrawsWhatTheHostDrawsFromCrowdedBuckets) {
+  // Rows where thousands of distinct logits share one bucket of the sampler's histogram (too many
+  // to sort, so they are resolved by radix passes), next to a sparse head and a far tail.
+  PACELINE_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> narrow(0.0f, 1e-3f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> logits;
+  for (int kind = 0; kind < 2; ++kind) {
+    for (int64_t i = 0; i < kVocab; ++i) {
+      float v = normal(rng) - 40.0f;                 // the far tail: the last bucket
+      if (i % 7 == 0) v = 5.0f + narrow(rng);        // 21,706 candidates within 1e-3
+      if (kind == 1 && i % 1000 == 1) v = 8.0f + normal(rng);  // a sparse head above them
+      logits.push_back(v);
+    }
+  }
+  std::vector<SampleRow> rows;
+  std::vector<int32_t> expected;
+  int64_t position = 0;
+  for (int kind = 0; kind < 2; ++kind) {
+    for (double temperature : {0.7, 1.0}) {
+      for (int64_t top_k : {-1L, 50L, 5000L}) {
+        for (double top_p : {1.0, 0.95, 0.3}) {
+          for (int draw = 0; draw < 2; ++draw, ++position) {
+            SamplingParams params;
+            params.temperature = temperature;
+            params.top_k = top_k;
+            params.top_p = top_p;
+            testing::add_draw(rows, expected, logits, kVocab, kind, params, 77, position);
           }
         }
       }
@@ -153,7 +183,6 @@ TEST(CudaSampler, Bench) {
     PACELINE_CUDA_CHECK(cudaMemcpy(d_logits.as<float>(), logits.data(),
                                    logits.size() * sizeof(float), cudaMemcpyHostToDevice));
     DeviceBuffer d_rows(kMaxRows * sizeof(SampleRow)), d_out(kMaxRows * sizeof(int32_t));
-    DeviceBuffer d_weights(static_cast<size_t>(kMaxRows) * kVocab * sizeof(uint64_t));
     std::vector<SampleRow> rows(kMaxRows);
     for (int r = 0; r < kMaxRows; ++r) {
       rows[r].temperature = 1.0;
@@ -172,7 +201,7 @@ TEST(CudaSampler, Bench) {
       for (int i = 0; i < 12; ++i) {
         PACELINE_CUDA_CHECK(cudaEventRecord(a));
         PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(), n,
-                                                d_weights.as<uint64_t>(), d_out.as<int32_t>(), nullptr));
+                                                d_out.as<int32_t>(), nullptr));
         PACELINE_CUDA_CHECK(cudaEventRecord(b));
         PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
         float m = 0;

@@ -3,6 +3,7 @@
 // draws with the host's, and the options of a small CUDA executor for the tiny test model.
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/kernels.h"
+#include "exec/sampler.h"
 #include "model/config.h"
 
 namespace paceline::testing {
@@ -27,14 +29,13 @@ inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int6
   std::vector<int32_t> tokens;
   constexpr size_t kBatch = 64;
   DeviceBuffer d_rows(kBatch * sizeof(SampleRow));
-  DeviceBuffer d_weights(kBatch * vocab * sizeof(uint64_t));
   DeviceBuffer d_out(kBatch * sizeof(int32_t));
   for (size_t first = 0; first < rows.size(); first += kBatch) {
     const size_t n = std::min(kBatch, rows.size() - first);
     PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
                                    n * sizeof(SampleRow), cudaMemcpyHostToDevice));
     PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), vocab, d_rows.as<SampleRow>(),
-                                            static_cast<int>(n), d_weights.as<uint64_t>(),
+                                            static_cast<int>(n),
                                             d_out.as<int32_t>(), nullptr));
     std::vector<int32_t> out(n);
     PACELINE_CUDA_CHECK(
@@ -42,6 +43,24 @@ inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int6
     tokens.insert(tokens.end(), out.begin(), out.end());
   }
   return tokens;
+}
+
+// Adds the draw of logit row `row` with `params` at `position`: its SampleRow, and the token
+// sample_token draws for it.
+inline void add_draw(std::vector<cuda::SampleRow>& rows, std::vector<int32_t>& expected,
+                     const std::vector<float>& logits, int64_t vocab, int row,
+                     const SamplingParams& params, uint64_t seed, int64_t position) {
+  cuda::SampleRow r;
+  r.temperature = params.temperature;
+  r.top_p = params.top_p;
+  r.top_k = params.top_k;
+  r.min_p = params.min_p;
+  r.u = sample_uniform(seed, position);
+  r.row = row;
+  rows.push_back(r);
+  expected.push_back(sample_token(std::span<const float>(logits.data() + row * vocab,
+                                                         static_cast<size_t>(vocab)),
+                                  params, seed, position));
 }
 
 // Every GPU draw equals the host's; the first ten that differ are named with their parameters.

@@ -83,7 +83,6 @@ struct CudaExecutor::Impl {
   std::unique_ptr<HostKvTier> host_tier;
   PinnedBuffer host_tokens;
   DeviceBuffer sample_params;  // SampleRow per sampled row
-  DeviceBuffer sample_weights;  // scratch: a row of fixed-point weights per sampled row
   DeviceBuffer sample_out;
   PinnedBuffer sample_params_host;
   PinnedBuffer host_sampled;
@@ -108,7 +107,7 @@ namespace {
 // these when a step needs more).
 constexpr int64_t kEagerDecodeRows = 1024;
 constexpr int64_t kEagerLogitRows = 1024;
-constexpr int kSampleRowsPerLaunch = 256;  // 311 MB of sampler scratch at a 152k vocabulary
+constexpr int kSampleRowsPerLaunch = 256;  // rows of one sampling launch
 
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
@@ -344,12 +343,9 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.sample_params_host.reserve(param_bytes);
     std::memcpy(m.sample_params_host.as<void>(), sample_rows.data(), param_bytes);
     m.sample_params.reserve(param_bytes);
-    // The weights scratch (8 bytes per vocabulary entry and row) is bounded: at most
-    // kSampleRowsPerLaunch rows at a time, so speculative verify steps of many sequences do not
-    // take memory the KV cache was sized to have.
+    // kSampleRowsPerLaunch rows a launch, so a speculative verify step of many sequences takes
+    // several.
     const int per_launch = std::min(num_sampled, kSampleRowsPerLaunch);
-    m.sample_weights.reserve(static_cast<size_t>(per_launch) * static_cast<size_t>(vocab) *
-                             sizeof(uint64_t));
     m.sample_out.reserve(sample_rows.size() * sizeof(int32_t));
     m.host_sampled.reserve(sample_rows.size() * sizeof(int32_t));
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.sample_params.as<void>(),
@@ -358,7 +354,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     for (int first = 0; first < num_sampled; first += per_launch) {
       PACELINE_CUDA_CHECK(launch_sample(
           m.last_acts->logits.as<float>(), vocab, m.sample_params.as<SampleRow>() + first,
-          std::min(per_launch, num_sampled - first), m.sample_weights.as<uint64_t>(),
+          std::min(per_launch, num_sampled - first),
           m.sample_out.as<int32_t>() + first, m.stream));
     }
     PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_sampled.as<int32_t>(), m.sample_out.as<int32_t>(),

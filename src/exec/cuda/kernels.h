@@ -139,10 +139,9 @@ struct SampleRow {
 };
 
 // out[i] = the token sample_token (src/exec/sampler.cpp) draws from logits[rows[i].row] with
-// rows[i]'s parameters and uniform number. rows is on the device; weights is scratch of
-// num_rows * vocab 64-bit words (the row's weights in fixed point).
+// rows[i]'s parameters and uniform number. rows is on the device.
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
-                          uint64_t* weights, int32_t* out, cudaStream_t stream);
+                          int32_t* out, cudaStream_t stream);
 
 // logits[a.row * vocab + a.token] = adjusted_logit(that, a) for each of the n adjustments (on the
 // device; each (row, token) at most once): logit_bias and penalties, before launch_sample.

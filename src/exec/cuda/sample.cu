@@ -6,14 +6,16 @@
 // computed by the caller.
 //
 // One cluster of kCluster blocks per sampled row (Hopper thread-block clusters): each block owns a
-// contiguous slice of the row and keeps its slice's weights in its shared memory, and the blocks
-// agree on every decision through distributed shared memory, so a row's passes run on eight SMs
-// instead of one. Every "first candidate whose cumulative count or weight reaches a target" is
-// found without sorting, by a radix select over the logits' order keys: four passes of 8 bits,
-// each a histogram (count and weight per digit) of the candidates that share the digits chosen so
-// far, summed over the cluster, then a scan of the tied candidates in index order (the slices are
-// in index order, so the blocks' tied totals are scanned in rank order). Since the weight is
-// monotone in the logit, the order of keys is the sampler's order.
+// contiguous slice of the row, and the blocks agree on every decision through distributed shared
+// memory. Every "first candidate whose cumulative count or weight reaches a target" is found
+// without sorting the row: one pass builds a histogram of count and weight over kBuckets buckets
+// of equal width in (max - l) / T (monotone in the logit, so bucket order is the sampler's order,
+// and on a flat row the candidates spread over many buckets), summed over the cluster once per
+// row; its prefix sums give the bucket where a target is crossed, and the candidates of that one
+// bucket (a few hundred on a flat row) are gathered from the cluster and sorted into the
+// sampler's order, which gives the candidate. A bucket too full to sort (heavy ties) falls back to
+// a radix select over the logits' order keys within it: four passes of 8 bits, each a histogram
+// summed over the cluster, then a scan of the tied candidates in index order.
 //
 // The weights are summed in 64-bit fixed point (each exp((l - max) / T) <= 1 rounded to a
 // multiple of 2^-shift, shift chosen so that a whole row cannot overflow): integer additions are
@@ -32,14 +34,19 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kThreads = 1024;
+constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
-constexpr int kCluster = 8;                 // blocks per row (the portable cluster size)
-constexpr int kSharedWeights = 20480;       // weights a block keeps in shared memory: 160 KiB,
-                                            // rows of up to 163,840 entries; longer ones use the
-                                            // global scratch
+constexpr int kCluster = 8;        // blocks per row (the portable cluster size)
+constexpr int kBuckets = 2048;     // buckets of (max - l) / T, in the sampler's order
+constexpr float kRange = 32.0f;    // they span at most this much; beyond, the last bucket (weights
+                                   // below e^-32, under the fixed point's resolution)
+constexpr int kBinsPerThread = kBuckets / kThreads;
+constexpr int kSegment = kBuckets / kCluster;  // the buckets each block sums over the cluster
+constexpr int kListEntries = 1024;  // a bucket with more candidates is resolved by radix passes
 constexpr unsigned kFull = 0xffffffffu;
 using u64 = unsigned long long;
+
+static_assert(kBuckets % kThreads == 0 && kSegment <= kThreads && kListEntries <= 2 * kThreads);
 
 // A candidate's place in the sampler's order: larger key first, then lower index.
 struct Pos {
@@ -79,20 +86,38 @@ struct Pub {
   uint32_t key;
   int32_t idx;
   float f;
-  int32_t unused;
+  float g;
+};
+
+// A candidate of one bucket: its order key, index and weight.
+struct Entry {
+  uint32_t key;
+  int32_t idx;
+  u64 w;
 };
 
 struct Shared {
-  u64 hist_w[2][256];  // two, alternating: one may still be read by the cluster while the next
-  unsigned hist_c[2][256];  // is built
-  Pub pub[2];               // likewise
-  Pub all[kCluster];        // the last exchange: every block's Pub, in rank order
+  u64 hist_w[kBuckets];  // this block's histogram of weight and count by bucket; its first 512
+  unsigned hist_c[kBuckets];  // bins serve again as the radix passes' two alternating histograms
+  u64 seg_w[kSegment];        // this block's segment of the buckets, summed over the cluster
+  unsigned seg_c[kSegment];
+  u64 cum_w[kBuckets + 1];    // the cluster's weight and count of the buckets before each one
+  unsigned cum_c[kBuckets + 1];
+  Entry local[kListEntries];  // this block's candidates of one bucket
+  Entry list[kListEntries];   // the bucket's candidates over the cluster, in the sampler's order
+  u64 list_cw[kListEntries];  // the weight of the list's entries before each one
+  Pub pub[2];                 // two, alternating: one may still be read while the next is written
+  Pub all[kCluster];          // the last exchange: every block's Pub, in rank order
   u64 scan_a[kWarps];
   u64 scan_b[kWarps];
   u64 total_a;
   u64 total_b;
   float warp_f[kWarps];
+  float warp_g[kWarps];
   Pos warp_pos[kWarps];
+  int local_n;
+  int list_n;
+  int list_bucket;  // the bucket `list` holds, -1: none
   int chosen;
   u64 chosen_w;
   u64 chosen_c;
@@ -128,20 +153,32 @@ __device__ __forceinline__ u64 warp_sum(u64 v) {
   return v;
 }
 
-// Adds (w, 1) to bin `digit` (-1: nothing) for every lane; one atomic per warp when all active
-// lanes share a bin (the common case in the first passes over a flat distribution).
-__device__ __forceinline__ void hist_add(u64* hist_w, unsigned* hist_c, int digit, u64 w) {
-  const unsigned active = __ballot_sync(kFull, digit >= 0);
+// Adds (w, 1) to bin `digit` (-1: nothing) for every lane: one atomic per warp for the lanes in
+// bin `common` (the last bucket, where a peaked row's tail falls; -1: none), one per warp when all the other
+// active lanes share a bin, else one per lane.
+__device__ __forceinline__ void hist_add(u64* hist_w, unsigned* hist_c, int digit, u64 w,
+                                         int common) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const bool is_common = common >= 0 && digit == common;
+  const unsigned in_common = __ballot_sync(kFull, is_common);
+  if (in_common != 0) {
+    const u64 sum = warp_sum(is_common ? w : 0ull);
+    if (lane == __ffs(static_cast<int>(in_common)) - 1) {
+      atomicAdd(&hist_w[common], sum);
+      atomicAdd(&hist_c[common], static_cast<unsigned>(__popc(in_common)));
+    }
+  }
+  const unsigned active = __ballot_sync(kFull, digit >= 0 && digit != common);
   if (active == 0) return;
   const int leader = __ffs(static_cast<int>(active)) - 1;
   const int d0 = __shfl_sync(kFull, digit, leader);
   if (__ballot_sync(kFull, digit == d0) == active) {
-    const u64 sum = warp_sum(digit >= 0 ? w : 0ull);
-    if (static_cast<int>(threadIdx.x % 32) == leader) {
+    const u64 sum = warp_sum(digit == d0 ? w : 0ull);
+    if (lane == leader) {
       atomicAdd(&hist_w[d0], sum);
       atomicAdd(&hist_c[d0], static_cast<unsigned>(__popc(active)));
     }
-  } else if (digit >= 0) {
+  } else if (digit >= 0 && digit != common) {
     atomicAdd(&hist_w[digit], w);
     atomicAdd(&hist_c[digit], 1u);
   }
@@ -164,7 +201,7 @@ __device__ void exclusive_scan2(Shared& s, u64 a, u64 b, u64* ea, u64* eb, u64* 
   }
   __syncthreads();
   if (warp == 0) {
-    const u64 xa = s.scan_a[lane], xb = s.scan_b[lane];
+    const u64 xa = lane < kWarps ? s.scan_a[lane] : 0ull, xb = lane < kWarps ? s.scan_b[lane] : 0ull;
     u64 ya = xa, yb = xb;
     for (int o = 1; o < 32; o <<= 1) {
       const u64 za = __shfl_up_sync(kFull, ya, o), zb = __shfl_up_sync(kFull, yb, o);
@@ -173,8 +210,10 @@ __device__ void exclusive_scan2(Shared& s, u64 a, u64 b, u64* ea, u64* eb, u64* 
         yb += zb;
       }
     }
-    s.scan_a[lane] = ya - xa;
-    s.scan_b[lane] = yb - xb;
+    if (lane < kWarps) {
+      s.scan_a[lane] = ya - xa;
+      s.scan_b[lane] = yb - xb;
+    }
     if (lane == 31) {
       s.total_a = ya;
       s.total_b = yb;
@@ -186,16 +225,6 @@ __device__ void exclusive_scan2(Shared& s, u64 a, u64 b, u64* ea, u64* eb, u64* 
   *ea = s.scan_a[warp] + ia - a;
   *eb = s.scan_b[warp] + ib - b;
   __syncthreads();
-}
-
-// The total of `v` over the row (every thread of every block of the cluster passes its own).
-__device__ u64 row_sum(Row& r, u64 v) {
-  u64 e, f, total, unused;
-  exclusive_scan2(r.s, v, 0ull, &e, &f, &total, &unused);
-  exchange(r, Pub{total, 0, 0, 0, 0.0f, 0});
-  u64 sum = 0;
-  for (int i = 0; i < kCluster; ++i) sum += r.s.all[i].a;
-  return sum;
 }
 
 // The last of the positions the threads pass, in the sampler's order, over the whole row.
@@ -211,7 +240,7 @@ __device__ Pos row_last(Row& r, Pos mine) {
   for (int i = 0; i < kWarps; ++i) {
     if (later(s.warp_pos[i], block)) block = s.warp_pos[i];
   }
-  exchange(r, Pub{0, 0, block.key, block.idx, 0.0f, 0});
+  exchange(r, Pub{0, 0, block.key, block.idx, 0.0f, 0.0f});
   Pos last{0xffffffffu, -1};
   for (int i = 0; i < kCluster; ++i) {
     const Pos q{s.all[i].key, s.all[i].idx};
@@ -220,34 +249,207 @@ __device__ Pos row_last(Row& r, Pos mine) {
   return last;
 }
 
-struct Found {
-  bool found;
+// The row as this block sees it: its slice l[lo, hi) of the logits, and how a logit becomes a
+// weight and a bucket.
+struct Slice {
+  const float* l;
+  int lo;
+  int hi;
+  float mx;
+  double temperature;
+  double scale;
+  double min_p;  // 0: off
+  float to_bucket;  // buckets per unit of (max - l)
+
+  __device__ __forceinline__ int bucket(float v) const {
+    const float d = __fmul_rn(__fsub_rn(mx, v), to_bucket);  // monotone in v, never contracted
+    return d < static_cast<float>(kBuckets - 1) ? static_cast<int>(d) : kBuckets - 1;
+  }
+  __device__ __forceinline__ double weight(float v) const {
+    return exp((static_cast<double>(v) - static_cast<double>(mx)) / temperature);
+  }
+  // The fixed-point weight; false for a candidate min_p drops.
+  __device__ __forceinline__ bool kept_weight(float v, u64* w) const {
+    const double x = weight(v);
+    if (min_p > 0.0 && x < min_p) return false;
+    *w = __double2ull_rn(x * scale);
+    return true;
+  }
+};
+
+// A bound: every candidate at or before `pos` in the sampler's order counts, and the candidates
+// up to and including it weigh cum_w and number cum_c; `bucket` is pos's bucket.
+struct Bound {
   Pos pos;
-  u64 cum_w;  // cumulative weight and count up to and including pos
+  int bucket;
+  u64 cum_w;
   u64 cum_c;
 };
 
-// The row this block holds a slice of: logits l[lo, hi) and their weights w[i - w_base].
-struct Slice {
-  const float* l;
-  const u64* w;
-  int w_base;
-  int lo;
-  int hi;
+struct Found {
+  bool found;
+  Bound at;
 };
 
-// The first candidate at or before `bound`, in the sampler's order, whose cumulative count or
-// weight reaches `target`; found = false when none does (rounding at the very end).
-__device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 target) {
+// The exclusive prefix of the cluster's bucket histogram, in every block: each block first sums
+// its segment of the buckets over the cluster, then every block reads the segments.
+__device__ void merge_buckets(Row& r) {
   Shared& s = r.s;
   const int tid = static_cast<int>(threadIdx.x);
-  u64 before_w = 0, before_c = 0;  // the candidates ahead of the bins chosen so far
+  r.cluster.sync();
+  if (tid < kSegment) {
+    const int b = static_cast<int>(r.cluster.block_rank()) * kSegment + tid;
+    u64 w = 0;
+    unsigned c = 0;
+    for (int q = 0; q < kCluster; ++q) {
+      w += *r.cluster.map_shared_rank(&s.hist_w[b], q);
+      c += *r.cluster.map_shared_rank(&s.hist_c[b], q);
+    }
+    s.seg_w[tid] = w;
+    s.seg_c[tid] = c;
+  }
+  r.cluster.sync();
+  // Thread t holds kBinsPerThread consecutive buckets, all in one segment.
+  const int first = tid * kBinsPerThread;
+  const int owner = first / kSegment, at = first % kSegment;
+  const u64* seg_w = r.cluster.map_shared_rank(s.seg_w, owner);
+  const unsigned* seg_c = r.cluster.map_shared_rank(s.seg_c, owner);
+  u64 w[kBinsPerThread];
+  unsigned c[kBinsPerThread];
+  u64 tw = 0, tc = 0;
+  for (int j = 0; j < kBinsPerThread; ++j) {
+    w[j] = seg_w[at + j];
+    c[j] = seg_c[at + j];
+    tw += w[j];
+    tc += c[j];
+  }
+  u64 ew, ec, total_w, total_c;
+  exclusive_scan2(s, tw, tc, &ew, &ec, &total_w, &total_c);
+  for (int j = 0; j < kBinsPerThread; ++j) {
+    s.cum_w[first + j] = ew;
+    s.cum_c[first + j] = static_cast<unsigned>(ec);
+    ew += w[j];
+    ec += c[j];
+  }
+  if (tid == 0) {
+    s.cum_w[kBuckets] = total_w;
+    s.cum_c[kBuckets] = static_cast<unsigned>(total_c);
+  }
+  __syncthreads();
+}
+
+// The bucket holding the first candidate at or before `bound` whose cumulative count or weight
+// reaches `target` (-1: none does), with the candidates before that bucket in before_w/before_c.
+__device__ int crossing_bucket(Shared& s, const Bound& bound, Reach reach, u64 target,
+                               u64* before_w, u64* before_c) {
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) s.chosen = -1;
+  __syncthreads();
+  for (int j = 0; j < kBinsPerThread; ++j) {
+    const int b = tid * kBinsPerThread + j;
+    if (b > bound.bucket) break;
+    const u64 xw = s.cum_w[b], xc = s.cum_c[b];
+    const u64 iw = b < bound.bucket ? s.cum_w[b + 1] : bound.cum_w;
+    const u64 ic = b < bound.bucket ? s.cum_c[b + 1] : bound.cum_c;
+    if (ic > xc && reached(reach, target, iw, ic) && !reached(reach, target, xw, xc)) s.chosen = b;
+  }
+  __syncthreads();
+  const int b = s.chosen;
+  if (b >= 0) {
+    *before_w = s.cum_w[b];
+    *before_c = s.cum_c[b];
+  }
+  __syncthreads();
+  return b;
+}
+
+__device__ __forceinline__ bool entry_before(const Entry& a, const Entry& b) {
+  return a.key > b.key || (a.key == b.key && a.idx < b.idx);
+}
+
+// Gathers the candidates of bucket b (those min_p keeps) from the whole row into s.list, in the
+// sampler's order, with the weight before each; false (and nothing held) when there are more
+// than kListEntries.
+__device__ bool build_list(Row& r, const Slice& x, int b) {
+  Shared& s = r.s;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) s.local_n = 0;
+  __syncthreads();
+  for (int i = x.lo + tid; i < x.hi; i += kThreads) {
+    const float v = x.l[i];
+    if (x.bucket(v) != b) continue;
+    u64 w;
+    if (!x.kept_weight(v, &w)) continue;
+    const int slot = atomicAdd(&s.local_n, 1);
+    if (slot < kListEntries) s.local[slot] = Entry{order_key(v), i, w};
+  }
+  __syncthreads();
+  exchange(r, Pub{static_cast<u64>(s.local_n), 0, 0, 0, 0.0f, 0.0f});
+  u64 total = 0;
+  for (int q = 0; q < kCluster; ++q) total += s.all[q].a;
+  if (total > static_cast<u64>(kListEntries)) {
+    if (tid == 0) s.list_bucket = -1;
+    __syncthreads();
+    return false;
+  }
+  const int n = static_cast<int>(total);
+  int padded = 1;
+  while (padded < n) padded <<= 1;
+  for (int j = tid; j < padded; j += kThreads) {
+    if (j >= n) {
+      s.list[j] = Entry{0u, INT32_MAX, 0ull};  // after every candidate
+      continue;
+    }
+    int q = 0, offset = j;
+    while (offset >= static_cast<int>(s.all[q].a)) offset -= static_cast<int>(s.all[q++].a);
+    s.list[j] = r.cluster.map_shared_rank(s.local, q)[offset];
+  }
+  r.cluster.sync();  // every block has read the others' candidates before any builds its next
+  // Bitonic sort into the sampler's order.
+  for (int k = 2; k <= padded; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = tid; i < padded; i += kThreads) {
+        const int p = i ^ j;
+        if (p > i) {
+          const bool ascending = (i & k) == 0;
+          const Entry a = s.list[i], c = s.list[p];
+          if (entry_before(c, a) == ascending) {
+            s.list[i] = c;
+            s.list[p] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  // The weight before each entry: two consecutive entries per thread.
+  const int j0 = 2 * tid;
+  const u64 w0 = j0 < n ? s.list[j0].w : 0ull, w1 = j0 + 1 < n ? s.list[j0 + 1].w : 0ull;
+  u64 e, unused_e, unused_t, unused_u;
+  exclusive_scan2(s, w0 + w1, 0ull, &e, &unused_e, &unused_t, &unused_u);
+  if (j0 < n) s.list_cw[j0] = e;
+  if (j0 + 1 < n) s.list_cw[j0 + 1] = e + w0;
+  if (tid == 0) {
+    s.list_n = n;
+    s.list_bucket = b;
+  }
+  __syncthreads();
+  return true;
+}
+
+// Radix passes over the slice's candidates of bucket b at or before `limit` (the fallback for a
+// bucket too full to sort): four passes of 8 bits over the order keys, each a histogram summed
+// over the cluster, then a scan of the tied candidates in index order.
+__device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 before_w,
+                              u64 before_c, Reach reach, u64 target) {
+  Shared& s = r.s;
+  const int tid = static_cast<int>(threadIdx.x);
   uint32_t prefix = 0;
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = 24 - 8 * pass;
     const int h = r.hists++ & 1;
-    u64* hist_w = s.hist_w[h];
-    unsigned* hist_c = s.hist_c[h];
+    u64* hist_w = s.hist_w + 256 * h;
+    unsigned* hist_c = s.hist_c + 256 * h;
     for (int i = tid; i < 256; i += kThreads) {
       hist_w[i] = 0;
       hist_c[i] = 0;
@@ -259,13 +461,14 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
       int digit = -1;
       u64 wi = 0;
       if (i < x.hi) {
-        const uint32_t k = order_key(x.l[i]);
-        if (at_or_before(k, i, bound) && (pass == 0 || (k >> (shift + 8)) == prefix)) {
+        const float v = x.l[i];
+        const uint32_t k = order_key(v);
+        if (at_or_before(k, i, limit) && (pass == 0 || (k >> (shift + 8)) == prefix) &&
+            x.bucket(v) == b && x.kept_weight(v, &wi)) {
           digit = static_cast<int>((k >> shift) & 0xffu);
-          wi = x.w[i - x.w_base];
         }
       }
-      hist_add(hist_w, hist_c, digit, wi);
+      hist_add(hist_w, hist_c, digit, wi, -1);
     }
     r.cluster.sync();
     // Thread t holds digit 255 - t summed over the cluster, so thread order is the sampler's.
@@ -278,7 +481,6 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
     }
     u64 ew, ec, unused_w, unused_c;
     exclusive_scan2(s, bw, bc, &ew, &ec, &unused_w, &unused_c);
-    // The chosen bin is the first non-empty one whose inclusive cumulative reaches the target.
     if (bc > 0) {
       const u64 xw = before_w + ew, xc = before_c + ec;
       if (reached(reach, target, xw + bw, xc + bc) &&
@@ -290,7 +492,7 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
     }
     __syncthreads();
     const int chosen = s.chosen;
-    if (chosen < 0) return {false, bound, 0, 0};
+    if (chosen < 0) return {false, {}};
     before_w = s.chosen_w;
     before_c = s.chosen_c;
     prefix = (prefix << 8) | static_cast<uint32_t>(chosen);
@@ -298,14 +500,20 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
 
   // The candidates with exactly this key, in index order: contiguous index ranges per thread,
   // the block's ranges in thread order, the blocks' slices in rank order.
+  auto tied = [&](int i, u64* w) {
+    const float v = x.l[i];
+    return order_key(v) == prefix && at_or_before(prefix, i, limit) && x.bucket(v) == b &&
+           x.kept_weight(v, w);
+  };
   const int chunk = (x.hi - x.lo + kThreads - 1) / kThreads;
   const int lo = min(x.hi, x.lo + tid * chunk);
   const int hi = min(x.hi, lo + chunk);
   u64 lw = 0, lc = 0;
   int last = -1;
   for (int i = lo; i < hi; ++i) {
-    if (order_key(x.l[i]) == prefix && at_or_before(prefix, i, bound)) {
-      lw += x.w[i - x.w_base];
+    u64 w;
+    if (tied(i, &w)) {
+      lw += w;
       lc += 1;
       last = i;
     }
@@ -318,7 +526,7 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
   exclusive_scan2(s, lw, lc, &ew, &ec, &block_w, &block_c);  // its barriers publish the resets
   if (last >= 0) atomicMax(&s.tie_last, last);
   __syncthreads();
-  exchange(r, Pub{block_w, block_c, 0, s.tie_last, 0.0f, 0});
+  exchange(r, Pub{block_w, block_c, 0, s.tie_last, 0.0f, 0.0f});
   const unsigned rank = r.cluster.block_rank();
   u64 ahead_w = before_w, ahead_c = before_c, tied_w = 0, tied_c = 0;
   int tie_last = -1;
@@ -336,8 +544,9 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
   if (lc > 0 && !reached(reach, target, bw, bc)) {
     u64 cw = bw, cc = bc;
     for (int i = lo; i < hi; ++i) {
-      if (order_key(x.l[i]) == prefix && at_or_before(prefix, i, bound)) {
-        cw += x.w[i - x.w_base];
+      u64 w;
+      if (tied(i, &w)) {
+        cw += w;
         cc += 1;
         if (reached(reach, target, cw, cc)) {
           s.claim_idx = i;
@@ -349,19 +558,54 @@ __device__ Found select(Row& r, const Slice& x, Pos bound, Reach reach, u64 targ
     }
   }
   __syncthreads();
-  exchange(r, Pub{s.claim_w, s.claim_c, 0, s.claim_idx, 0.0f, 0});
+  exchange(r, Pub{s.claim_w, s.claim_c, 0, s.claim_idx, 0.0f, 0.0f});
   for (int q = 0; q < kCluster; ++q) {
-    if (s.all[q].idx != INT32_MAX) return {true, Pos{prefix, s.all[q].idx}, s.all[q].a, s.all[q].b};
+    if (s.all[q].idx != INT32_MAX) {
+      return {true, Bound{Pos{prefix, s.all[q].idx}, b, s.all[q].a, s.all[q].b}};
+    }
   }
   // Only a safeguard: the last tied candidate, with everything tied counted.
-  return {true, Pos{prefix, tie_last}, before_w + tied_w, before_c + tied_c};
+  return {true, Bound{Pos{prefix, tie_last}, b, before_w + tied_w, before_c + tied_c}};
 }
 
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads)
-    sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, u64* weights,
-                  double scale, int slice, bool shared_weights, int32_t* out) {
-  extern __shared__ u64 slice_weights[];
-  __shared__ Shared s;
+// The first candidate at or before `bound`, in the sampler's order, whose cumulative count or
+// weight reaches `target`; found = false when none does (rounding at the very end). The bucket
+// histogram finds its bucket; the bucket's candidates, gathered and sorted, find it.
+__device__ Found select(Row& r, const Slice& x, const Bound& bound, Reach reach, u64 target) {
+  Shared& s = r.s;
+  const int tid = static_cast<int>(threadIdx.x);
+  u64 before_w = 0, before_c = 0;
+  const int b = crossing_bucket(s, bound, reach, target, &before_w, &before_c);
+  if (b < 0) return {false, {}};
+  // Only in the bound's own bucket does the bound cut the candidates.
+  const Pos limit = b == bound.bucket ? bound.pos : Pos{0u, INT32_MAX};
+  if (s.list_bucket != b && !build_list(r, x, b)) {
+    return radix_select(r, x, b, limit, before_w, before_c, reach, target);
+  }
+  if (tid == 0) s.claim_idx = -1;
+  __syncthreads();
+  for (int j = tid; j < s.list_n; j += kThreads) {
+    const Entry e = s.list[j];
+    if (!at_or_before(e.key, e.idx, limit)) continue;
+    const u64 xw = before_w + s.list_cw[j], xc = before_c + static_cast<u64>(j);
+    if (reached(reach, target, xw + e.w, xc + 1) && !reached(reach, target, xw, xc)) {
+      s.claim_idx = j;
+    }
+  }
+  __syncthreads();
+  const int j = s.claim_idx;
+  __syncthreads();
+  if (j < 0) return {false, {}};
+  const Entry e = s.list[j];
+  return {true, Bound{Pos{e.key, e.idx}, b, before_w + s.list_cw[j] + e.w,
+                      before_c + static_cast<u64>(j) + 1}};
+}
+
+__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2)
+    sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, double scale,
+                  int slice, int32_t* out) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
   Row r{s, cg::this_cluster(), 0, 0};
   const int tid = static_cast<int>(threadIdx.x);
   const int row = static_cast<int>(blockIdx.x) / kCluster;
@@ -370,81 +614,103 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads)
   const int vocab = static_cast<int>(vocab64);
   const float* l = logits + static_cast<int64_t>(p.row) * vocab64;
   const int lo = min(vocab, rank * slice), hi = min(vocab, lo + slice);
-  u64* w = shared_weights ? slice_weights : weights + static_cast<int64_t>(row) * vocab64;
-  const int w_base = shared_weights ? lo : 0;
+  if (tid == 0) s.list_bucket = -1;
 
-  // The largest logit and the last candidate in order (smallest key, then largest index).
-  float mx = -INFINITY;
+  // The largest and smallest logits and the last candidate in order (smallest key, then largest
+  // index).
+  float mx = -INFINITY, mn = INFINITY;
   Pos mine{0xffffffffu, -1};
   for (int i = lo + tid; i < hi; i += kThreads) {
     const float v = l[i];
     mx = fmaxf(mx, v);
+    mn = fminf(mn, v);
     const Pos q{order_key(v), i};
     if (later(q, mine)) mine = q;
   }
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, o));
-  if (tid % 32 == 0) s.warp_f[tid / 32] = mx;
-  __syncthreads();
-  for (int i = 0; i < kWarps; ++i) mx = fmaxf(mx, s.warp_f[i]);
-  const Pos last = row_last(r, mine);  // its exchange also carries nothing else; then the max:
-  exchange(r, Pub{0, 0, 0, 0, mx, 0});
-  for (int i = 0; i < kCluster; ++i) mx = fmaxf(mx, s.all[i].f);
-
-  // min_p drops the candidates whose weight (probability relative to the top token's) is below
-  // it: weight 0, and the bound moves to the last one kept, as the host's keep_at_least.
-  const bool min_p = p.min_p > 0.0;
-  Pos kept{0xffffffffu, -1};
-  u64 local = 0;
-  for (int i = lo + tid; i < hi; i += kThreads) {
-    const double weight =
-        exp((static_cast<double>(l[i]) - static_cast<double>(mx)) / p.temperature);
-    if (min_p) {
-      if (weight < p.min_p) {
-        w[i - w_base] = 0;
-        continue;
-      }
-      const Pos q{order_key(l[i]), i};
-      if (later(q, kept)) kept = q;
-    }
-    const u64 wi = __double2ull_rn(weight * scale);
-    w[i - w_base] = wi;
-    local += wi;
+  for (int o = 16; o > 0; o >>= 1) {
+    mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, o));
+    mn = fminf(mn, __shfl_xor_sync(kFull, mn, o));
+  }
+  if (tid % 32 == 0) {
+    s.warp_f[tid / 32] = mx;
+    s.warp_g[tid / 32] = mn;
   }
   __syncthreads();
-  const Slice x{l, w, w_base, lo, hi};
+  for (int i = 0; i < kWarps; ++i) {
+    mx = fmaxf(mx, s.warp_f[i]);
+    mn = fminf(mn, s.warp_g[i]);
+  }
+  const Pos last = row_last(r, mine);
+  exchange(r, Pub{0, 0, 0, 0, mx, mn});
+  for (int i = 0; i < kCluster; ++i) {
+    mx = fmaxf(mx, s.all[i].f);
+    mn = fminf(mn, s.all[i].g);
+  }
+
+  // Buckets of equal width over (max - l) / T, up to kRange: the same in every block.
+  const float spread = __fmul_rn(__fsub_rn(mx, mn), static_cast<float>(1.0 / p.temperature));
+  const float range = fminf(kRange, spread);
+  const float to_bucket =
+      range > 0.0f ? static_cast<float>(kBuckets) / range * static_cast<float>(1.0 / p.temperature)
+                   : 0.0f;
+  const Slice x{l, lo, hi, mx, p.temperature, scale, p.min_p, isfinite(to_bucket) ? to_bucket : 0.0f};
+
+  // The histogram of weight and count by bucket. min_p drops the candidates whose weight
+  // (probability relative to the top token's) is below it, and the bound moves to the last one
+  // kept, as the host's keep_at_least.
+  for (int i = tid; i < kBuckets; i += kThreads) {
+    s.hist_w[i] = 0;
+    s.hist_c[i] = 0;
+  }
+  __syncthreads();
+  Pos kept{0xffffffffu, -1};
+  for (int base = lo; base < hi; base += kThreads) {
+    const int i = base + tid;
+    int digit = -1;
+    u64 w = 0;
+    if (i < hi) {
+      const float v = l[i];
+      if (x.kept_weight(v, &w)) {
+        digit = x.bucket(v);
+        const Pos q{order_key(v), i};
+        if (later(q, kept)) kept = q;
+      }
+    }
+    hist_add(s.hist_w, s.hist_c, digit, w, kBuckets - 1);
+  }
+  __syncthreads();
+  merge_buckets(r);
+  const Pos first_bound = p.min_p > 0.0 ? row_last(r, kept) : last;
+  Bound bound{first_bound, x.bucket(l[first_bound.idx]), s.cum_w[kBuckets], s.cum_c[kBuckets]};
 
   // Targets in fixed point: cum >= t holds for an integer cum exactly when cum >= ceil(t), and
   // cum > t exactly when cum > floor(t).
-  Pos bound = min_p ? row_last(r, kept) : last;
-  u64 mass = 0;
-  bool counted = false;
+  u64 mass = bound.cum_w;
   if (p.top_k > 0 && p.top_k < vocab64) {
     const Found f = select(r, x, bound, Reach::kCountAtLeast, static_cast<u64>(p.top_k));
     if (f.found) {  // not found: min_p left fewer than top_k
-      bound = f.pos;
-      mass = f.cum_w;
-      counted = true;
+      bound = f.at;
+      mass = f.at.cum_w;
     }
   }
-  if (!counted) mass = row_sum(r, local);
   if (p.top_p < 1.0) {
     const u64 target = static_cast<u64>(ceil(p.top_p * static_cast<double>(mass)));
     const Found f = select(r, x, bound, Reach::kWeightAtLeast, target);
     if (f.found) {
-      bound = f.pos;
-      mass = f.cum_w;
+      bound = f.at;
+      mass = f.at.cum_w;
     }
   }
   const u64 draw = static_cast<u64>(floor(p.u * static_cast<double>(mass)));
   const Found f = select(r, x, bound, Reach::kWeightAbove, draw);
-  if (rank == 0 && tid == 0) out[row] = f.found ? f.pos.idx : bound.idx;
+  if (rank == 0 && tid == 0) out[row] = f.found ? f.at.pos.idx : bound.pos.idx;
   r.cluster.sync();  // no block leaves while another may still read its shared memory
 }
 
 }  // namespace
 
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
-                          uint64_t* weights, int32_t* out, cudaStream_t stream) {
+                          int32_t* out, cudaStream_t stream) {
   if (vocab < 1 || vocab > (int64_t{1} << 30)) return cudaErrorInvalidValue;
   // Weights <= 1 in units of 2^-shift, with a whole row's sum below 2^63.
   int bits = 0;
@@ -452,15 +718,11 @@ cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* r
   const double scale = std::ldexp(1.0, 62 - bits);
   if (num_rows <= 0) return cudaGetLastError();
   static const cudaError_t attribute = cudaFuncSetAttribute(
-      sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(kSharedWeights * sizeof(u64)));
+      sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sizeof(Shared)));
   if (attribute != cudaSuccess) return attribute;
   const int slice = static_cast<int>((vocab + kCluster - 1) / kCluster);
-  const bool shared_weights = slice <= kSharedWeights;
-  const size_t shared_bytes = shared_weights ? static_cast<size_t>(slice) * sizeof(u64) : 0;
-  sample_kernel<<<num_rows * kCluster, kThreads, shared_bytes, stream>>>(
-      logits, vocab, rows, reinterpret_cast<unsigned long long*>(weights), scale, slice,
-      shared_weights, out);
+  sample_kernel<<<num_rows * kCluster, kThreads, sizeof(Shared), stream>>>(logits, vocab, rows,
+                                                                           scale, slice, out);
   return cudaGetLastError();
 }
 
