@@ -1,11 +1,14 @@
 // The projections' GEMM: one call over many rows gives, bit for bit, what one call per 128 rows
 // gives, on the shapes of Qwen3-8B (so a row's bits never depend on how many rows share its
-// step, whichever way the GEMM is cut; split-K's workspace cuts a long call into several). With PACELINE_GEMM_BENCH=1 both ways are timed at 8,192
-// and 32,768 rows.
+// step, whichever way the GEMM is cut; split-K's workspace cuts a long call into several). With
+// PACELINE_GEMM_BENCH=1 both ways are timed at 8,192 and 32,768 rows, and each of cuBLASLt's
+// candidate algorithms for the 128-row chunk is timed at 128 rows (decode) and 8,192 (prefill).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include <cublasLt.h>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +122,101 @@ TEST(CudaGemmBench, WholeAgainstChunked) {
   cudaEventDestroy(a);
   cudaEventDestroy(b);
 }
+
+
+// Every candidate the heuristic offers for the 128-row chunk (index 0 is the one Gemm keeps),
+// timed at 128 rows and, where its workspace allows one call, at 8,192.
+TEST(CudaGemmBench, CandidatesAtDecodeAndPrefillRows) {
+  PACELINE_REQUIRE_GPU();
+  if (std::getenv("PACELINE_GEMM_BENCH") == nullptr) {
+    GTEST_SKIP() << "set PACELINE_GEMM_BENCH=1 to time the GEMMs";
+  }
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer workspace(size_t{64} << 20);
+  cudaEvent_t a, b;
+  PACELINE_CUDA_CHECK(cudaEventCreate(&a));
+  PACELINE_CUDA_CHECK(cudaEventCreate(&b));
+  for (const Shape& s : kShapes) {
+    constexpr int64_t kPrefillRows = 8192;
+    struct {
+      DeviceBuffer x, w, y;
+    } op{DeviceBuffer(static_cast<size_t>(kPrefillRows * s.k) * 2),
+         DeviceBuffer(static_cast<size_t>(s.n * s.k) * 2),
+         DeviceBuffer(static_cast<size_t>(kPrefillRows * s.n) * sizeof(float))};
+    PACELINE_CUDA_CHECK(cudaMemset(op.x.as<void>(), 0x3c, op.x.bytes()));
+    PACELINE_CUDA_CHECK(cudaMemset(op.w.as<void>(), 0x3b, op.w.bytes()));
+    PACELINE_CUDA_CHECK(cudaMemset(op.y.as<void>(), 0, op.y.bytes()));
+    cublasLtMatmulDesc_t desc = nullptr;
+    ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none);
+    auto layout = [](cudaDataType_t t, int64_t r, int64_t c) {
+      cublasLtMatrixLayout_t l = nullptr;
+      cublasLtMatrixLayoutCreate(&l, t, static_cast<uint64_t>(r), static_cast<uint64_t>(c), r);
+      return l;
+    };
+    cublasLtMatrixLayout_t lw = layout(CUDA_R_16BF, s.k, s.n);
+    cublasLtMatrixLayout_t lx128 = layout(CUDA_R_16BF, s.k, 128), ly128 = layout(CUDA_R_32F, s.n, 128);
+    cublasLtMatrixLayout_t lxp = layout(CUDA_R_16BF, s.k, kPrefillRows);
+    cublasLtMatrixLayout_t lyp = layout(CUDA_R_32F, s.n, kPrefillRows);
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulPreferenceCreate(&pref);
+    const uint64_t wbytes = workspace.bytes();
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wbytes,
+                                         sizeof wbytes);
+    cublasLtMatmulHeuristicResult_t results[16]{};
+    int found = 0;
+    cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, lx128, ly128, ly128, pref, 16, results, &found);
+    auto time = [&](const cublasLtMatmulAlgo_t& algo, cublasLtMatrixLayout_t lx,
+                    cublasLtMatrixLayout_t ly) {
+      const float alpha = 1.0f;
+      std::vector<float> ms;
+      for (int i = 0; i < 6; ++i) {
+        PACELINE_CUDA_CHECK(cudaEventRecord(a));
+        const cublasStatus_t st = cublasLtMatmul(handle, desc, &alpha, op.w.as<void>(), lw, op.x.as<void>(), lx,
+                                                 &s.beta, op.y.as<void>(), ly, op.y.as<void>(), ly, &algo,
+                                                 workspace.as<void>(), workspace.bytes(), nullptr);
+        PACELINE_CUDA_CHECK(cudaEventRecord(b));
+        PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+        if (st != CUBLAS_STATUS_SUCCESS) return -1.0;
+        float m = 0;
+        PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+        if (i > 0) ms.push_back(m);
+      }
+      std::sort(ms.begin(), ms.end());
+      return static_cast<double>(ms[ms.size() / 2]);
+    };
+    for (int c = 0; c < found; ++c) {
+      const cublasLtMatmulAlgo_t& algo = results[c].algo;
+      auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+        uint32_t v = 0;
+        size_t written = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
+        return v;
+      };
+      const double t128 = time(algo, lx128, ly128);
+      cublasLtMatmulHeuristicResult_t check{};
+      const bool whole = cublasLtMatmulAlgoCheck(handle, desc, lw, lxp, lyp, lyp, &algo, &check) ==
+                             CUBLAS_STATUS_SUCCESS &&
+                         check.workspaceSize <= workspace.bytes();
+      const double tp = whole ? time(algo, lxp, lyp) : -1.0;
+      std::printf("[ gemm candidates ] %s #%d algo %u tile %u stages %u split-k %u: 128 rows %.4f ms "
+                  "(%.0f GB/s of weights), 8192 rows %.3f ms (%.0f TFLOP/s)\n",
+                  s.name, c, get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+                  get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM), t128,
+                  2.0 * s.k * s.n / t128 / 1e6, tp, tp > 0 ? 2.0 * kPrefillRows * s.k * s.n / tp / 1e9 : 0.0);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    for (cublasLtMatrixLayout_t l : {lw, lx128, ly128, lxp, lyp}) cublasLtMatrixLayoutDestroy(l);
+    cublasLtMatmulDescDestroy(desc);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cublasLtDestroy(handle);
+}
+
 
 }  // namespace
 }  // namespace paceline
