@@ -1,6 +1,7 @@
 // The one paceline binary: subcommands generate, demo (and serve, bench, sim, ... as they land).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "base/error.h"
@@ -16,6 +17,11 @@
 #include "cli/sweep.h"
 
 int main(int argc, char** argv) {
+  // vLLM's two-letter short flag, which CLI11 cannot declare (its short names are one letter).
+  static char kTensorParallel[] = "--tensor-parallel-size";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-tp") == 0) argv[i] = kTensorParallel;
+  }
   CLI::App app{"paceline: LLM serving engine, AgentX benchmark and simulator"};
   app.require_subcommand(1);
   app.set_version_flag("--version", PACELINE_VERSION);

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "base/resources.h"
@@ -62,6 +64,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_flag("--enforce-eager", o.enforce_eager, "cuda: run decode eagerly, no CUDA graphs");
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd.add_option("--tensor-parallel-size", o.tensor_parallel_size,
+                 "(-tp) ranks the model is split into (attention heads, KV heads, MLP columns, "
+                 "vocabulary); cpu: computed in turn, the arithmetic of tensor parallelism; cuda: "
+                 "1 only (one GPU)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 int64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -263,6 +271,11 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
     fail("--kv-cache-dtype {}: only the CUDA executor chooses its KV element type (the {} "
          "executor keeps float32 KV)", o.kv_cache_dtype, o.device);
   }
+  if (o.tensor_parallel_size > 1 && o.device != "cpu") {
+    fail("--tensor-parallel-size {}: the {} executor runs on one device; only --device cpu "
+         "splits the model (into ranks computed in turn); tensor parallelism over several GPUs "
+         "is not built yet", o.tensor_parallel_size, o.device);
+  }
   if (o.device == "null") {
     // Only the KV shape matters to the scheduler; no memory is taken.
     executor = std::make_unique<NullExecutor>(kv_cache_shape_for(o, m.config), m.config.vocab_size,
@@ -280,8 +293,13 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
     const int threads =
         o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
     executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv_cache_shape_for(o, m.config),
-                                             std::max(1, threads), host_kv_blocks_for(o, m.config));
-    spdlog::info("cpu: {} threads", std::max(1, threads));
+                                             std::max(1, threads), host_kv_blocks_for(o, m.config),
+                                             o.tensor_parallel_size);
+    spdlog::info("cpu: {} threads{}", std::max(1, threads),
+                 o.tensor_parallel_size > 1
+                     ? fmt::format(", the model split into {} tensor-parallel ranks",
+                                   o.tensor_parallel_size)
+                     : "");
   }
   const ExecutorCapabilities x = executor->capabilities();
   spdlog::info("{} executor: {} KV blocks of {} tokens ({}), {} decode graphs, built in {:.2f} s",

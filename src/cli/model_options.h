@@ -30,6 +30,7 @@ struct ModelOptions {
   bool enforce_eager = false;           // cuda: no CUDA graphs
   int64_t block_size = 16;
   int threads = 0;  // CPU threads; 0 = all cores
+  int tensor_parallel_size = 1;  // ranks the model is split into (the CPU computes them in turn)
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& options);

@@ -3,7 +3,8 @@
 // tools/fixtures/make_fixtures.py) and the Qwen3 YaRN one (tools/fixtures/make_yarn_fixture.py,
 // prompts to 256 tokens over an original context of 64). Logits within 1e-3 whether the prompts
 // run as one ragged batch or as chunked prefills through shuffled blocks, and the exact greedy
-// continuations from batched decode steps.
+// continuations from batched decode steps; the ragged batch and the greedy steps also with the
+// model split into two tensor-parallel ranks (exec/cpu/tensor_parallel.h).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,9 @@ class HfParity : public ::testing::TestWithParam<const char*> {
     return worst;
   }
 
+  void all_prompts_in_one_ragged_batch(int ranks);
+  void greedy_continuations(int ranks);
+
   fs::path folder_;
   ModelConfig config_;
   std::unique_ptr<Weights> weights_;
@@ -108,8 +112,9 @@ class HfParity : public ::testing::TestWithParam<const char*> {
   KvCacheShape cache_;
 };
 
-TEST_P(HfParity, AllPromptsInOneRaggedBatch) {
-  CpuModel model(config_, *weights_, cache_, 2);
+// Every prompt in one ragged batch through a model split into `ranks` tensor-parallel ranks.
+void HfParity::all_prompts_in_one_ragged_batch(int ranks) {
+  CpuModel model(config_, *weights_, cache_, 2, ranks);
   BlockPool pool(cache_.num_blocks);
   StepPlan plan;
   std::vector<int64_t> first_positions;
@@ -129,11 +134,18 @@ TEST_P(HfParity, AllPromptsInOneRaggedBatch) {
     const int64_t rows = plan.seqs[i].num_logits;
     std::vector<float> mine = testing::logit_rows(logits, config_.vocab_size, row, rows);
     float diff = max_diff_vs_hf(prompts_[i], mine, first_positions[i]);
-    std::cout << "[ parity ] " << GetParam() << " " << prompts_[i].name << ": max |dlogit| " << diff
-              << "\n";
+    std::cout << "[ parity ] " << GetParam() << " " << prompts_[i].name << ", " << ranks
+              << " rank(s): max |dlogit| " << diff << "\n";
     EXPECT_LE(diff, kTolerance) << prompts_[i].name;
     row += rows;
   }
+}
+
+TEST_P(HfParity, AllPromptsInOneRaggedBatch) { all_prompts_in_one_ragged_batch(1); }
+
+TEST_P(HfParity, AllPromptsInOneRaggedBatchOverTwoTensorParallelRanks) {
+  if (config_.num_key_value_heads % 2 != 0) GTEST_SKIP() << "one KV head: not split in two";
+  all_prompts_in_one_ragged_batch(2);
 }
 
 TEST_P(HfParity, ChunkedPrefillThroughShuffledBlocks) {
@@ -172,8 +184,9 @@ TEST_P(HfParity, ChunkedPrefillThroughShuffledBlocks) {
   }
 }
 
-TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) {
-  CpuExecutor executor(config_, *weights_, cache_, 2);
+// HF's greedy continuations from batched decode steps on `ranks` tensor-parallel ranks.
+void HfParity::greedy_continuations(int ranks) {
+  CpuExecutor executor(config_, *weights_, cache_, 2, 0, ranks);
   BlockPool pool(cache_.num_blocks, /*shuffle_seed=*/7);
   StepPlan plan;
   std::vector<std::vector<int32_t>> tables;  // plan.seqs[s] views tables[s]
@@ -208,6 +221,13 @@ TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) {
   for (size_t s = 0; s < plan.seqs.size(); ++s) {
     EXPECT_EQ(generated[s], *expected[s]) << prompts_[plan.seqs[s].request_id].name;
   }
+}
+
+TEST_P(HfParity, GreedyContinuationsFromBatchedDecodeSteps) { greedy_continuations(1); }
+
+TEST_P(HfParity, GreedyContinuationsOverTwoTensorParallelRanks) {
+  if (config_.num_key_value_heads % 2 != 0) GTEST_SKIP() << "one KV head: not split in two";
+  greedy_continuations(2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfParity,

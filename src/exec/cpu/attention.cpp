@@ -80,7 +80,8 @@ void paged_attention(const float* q, int64_t q_stride, const PagedKvCache& cache
       const AttentionSeq& seq = seqs[s];
       int64_t last_pos = seq.start_pos + (row - seq.first_row);
       attend_one(q + row * q_stride + head * shape.head_dim, cache, layer, seq.block_table,
-                 last_pos, (head / group) * shape.head_dim, shape.head_dim, scale, scores,
+                 last_pos, (shape.first_kv_head + head / group) * shape.head_dim,
+                 shape.head_dim, scale, scores,
                  out + row * q_width + head * shape.head_dim);
     }
   });

@@ -21,6 +21,7 @@ struct AttentionShape {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;  // grouped-query attention: head h reads kv head h / group size
   int64_t head_dim = 0;
+  int64_t first_kv_head = 0;  // the cache's KV head that kv head 0 is (a tensor-parallel rank's)
 };
 
 // q: one row per token, num_heads * head_dim floats at stride q_stride. out: one row per token,

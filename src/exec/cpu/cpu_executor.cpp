@@ -12,8 +12,8 @@
 namespace paceline {
 
 CpuExecutor::CpuExecutor(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
-                         int num_threads, int64_t num_host_blocks)
-    : model_(config, weights, kv_shape, num_threads) {
+                         int num_threads, int64_t num_host_blocks, int tensor_parallel_size)
+    : model_(config, weights, kv_shape, num_threads, tensor_parallel_size) {
   if (num_host_blocks > 0) {
     host_.emplace(config.num_hidden_layers, KvCacheShape{num_host_blocks, kv_shape.block_size},
                   config.num_key_value_heads, config.head_dim);

@@ -12,9 +12,10 @@ namespace paceline {
 class CpuExecutor final : public Executor {
  public:
   // `num_host_blocks` > 0: a host tier of that many blocks, a second float32 pool that the
-  // plans' kv_transfers copy blocks to and from.
+  // plans' kv_transfers copy blocks to and from. tensor_parallel_size > 1: the model split into
+  // that many ranks, computed in turn (CpuModel).
   CpuExecutor(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
-              int num_threads, int64_t num_host_blocks = 0);
+              int num_threads, int64_t num_host_blocks = 0, int tensor_parallel_size = 1);
 
   // step_time_ns covers the forward and the sampling, on the steady clock. The token drawn from
   // the logits of the token at absolute position p uses p as its sampling position.

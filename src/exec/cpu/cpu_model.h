@@ -8,6 +8,7 @@
 #include "exec/cpu/cpu_weights.h"
 #include "exec/cpu/kv_cache.h"
 #include "exec/cpu/rope.h"
+#include "exec/cpu/tensor_parallel.h"
 #include "exec/cpu/thread_pool.h"
 #include "exec/executor.h"
 #include "model/config.h"
@@ -19,13 +20,16 @@ namespace paceline {
 class CpuModel {
  public:
   // Converts the weights to float32 once and allocates the cache. num_threads sizes both the
-  // attention thread pool and OpenBLAS (a process-wide setting).
+  // attention thread pool and OpenBLAS (a process-wide setting). tensor_parallel_size > 1 splits
+  // the model into that many ranks computed in turn (exec/cpu/tensor_parallel.h); 1 is the
+  // unsplit model.
   CpuModel(const ModelConfig& config, const Weights& weights, KvCacheShape kv_shape,
-           int num_threads);
+           int num_threads, int tensor_parallel_size = 1);
 
   const ModelConfig& config() const { return config_; }
   KvCacheShape kv_cache_shape() const { return cache_.shape(); }
   PagedKvCache& kv_cache() { return cache_; }
+  int tensor_parallel_size() const { return tp_.world; }
 
   // Writes each sequence's new keys and values into its blocks, then returns the logits of the
   // last num_logits tokens of every sequence, row-major [sum of num_logits][vocab], sequences in
@@ -41,11 +45,16 @@ class CpuModel {
 
   Batch flatten(const StepPlan& plan) const;
   void attention_block(int64_t layer, const Batch& batch);
+  void attention_rank(int rank, int64_t layer, const Batch& batch, float* out, float beta);
   void mlp_block(int64_t layer, int64_t rows);
   std::vector<float> logits(const Batch& batch);
+  // Rank r's weights of a layer (the whole layer when the model is not split).
+  const CpuLayerWeights& layer_of(int rank, int64_t layer) const;
 
   ModelConfig config_;
   CpuWeights weights_;
+  TensorParallelShape tp_;
+  std::vector<CpuRankWeights> ranks_;  // empty when the model is not split
   PagedKvCache cache_;
   RotaryEmbedding rope_;
   ThreadPool pool_;
@@ -58,6 +67,7 @@ class CpuModel {
   std::vector<float> gate_up_;   // [rows, 2 intermediate]
   std::vector<float> act_;       // [rows, intermediate]
   std::vector<float> cos_sin_;   // [rows, head_dim]
+  std::vector<std::vector<float>> partials_;  // [ranks][rows, hidden]: row-parallel outputs
 };
 
 }  // namespace paceline

@@ -1,0 +1,50 @@
+#pragma once
+// Tensor parallelism's arithmetic (Megatron-style), done on the CPU: the model split over N
+// ranks that each hold a slice of every projection and compute on it, with a sum over ranks
+// (the all-reduce) where the slices meet. Attention heads and KV heads go to ranks in contiguous
+// groups (rank r: query heads [r H/N, (r+1) H/N) and the KV heads they read); q/k/v and
+// gate/up are split by output rows (column parallel), o_proj and down_proj by input columns
+// (row parallel: each rank's product is a partial sum of the whole output); the lm_head by
+// vocabulary rows, whose logits are gathered. Norms and the embedding are replicated.
+//
+// One process computes every rank in turn (there is one CPU): this proves the split and the
+// reductions against the unsplit forward and Hugging Face's logits, so that an executor with
+// one process per GPU can run the same plan with NCCL in place of the loop.
+#include <cstdint>
+#include <vector>
+
+#include "exec/cpu/cpu_weights.h"
+#include "model/config.h"
+
+namespace paceline {
+
+// The shape of one rank's slice.
+struct TensorParallelShape {
+  int world = 1;
+  int64_t heads = 0;         // query heads per rank
+  int64_t kv_heads = 0;      // KV heads per rank
+  int64_t intermediate = 0;  // MLP columns per rank
+  int64_t vocab = 0;         // lm_head rows per rank
+};
+
+// The slice sizes for `world` ranks; an error naming the field when one does not divide
+// (`--tensor-parallel-size N: num_key_value_heads 2 ...`).
+TensorParallelShape tensor_parallel_shape(const ModelConfig& config, int world);
+
+// One rank's slices of the layers and of the lm_head.
+struct CpuRankWeights {
+  std::vector<CpuLayerWeights> layers;  // qkv [(q + 2 kv) / N, hidden], o [hidden, q / N],
+                                        // gate_up [2 I / N, hidden], down [hidden, I / N]
+  std::vector<float> lm_head;           // [vocab / N, hidden]
+};
+
+// Rank `rank`'s slices of `full`.
+CpuRankWeights shard_weights(const ModelConfig& config, const CpuWeights& full,
+                             const TensorParallelShape& shape, int rank);
+
+// The all-reduce of a row-parallel projection followed by the residual add: y[i] += the sum of
+// partials[r][i] over the ranks, in rank order (the same order on every rank, so every rank
+// holds the same bits).
+void all_reduce_add(const std::vector<std::vector<float>>& partials, int64_t n, float* y);
+
+}  // namespace paceline
