@@ -1,5 +1,7 @@
 #include "kv/block_pool.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace paceline {
@@ -15,6 +17,7 @@ BlockPool::BlockPool(int64_t num_blocks, int64_t block_size, bool ranked)
   depth_.assign(n, 0);
   released_.assign(n, 0);
   key_.assign(n, 0);
+  idle_since_.assign(n, 0);
   prev_.assign(n + 1, 0);
   next_.assign(n + 1, 0);
   prev_[n] = next_[n] = sentinel();
@@ -47,6 +50,7 @@ void BlockPool::release(int32_t block, int64_t now_ns, int64_t evict_key) {
   if (ref_.at(block) <= 0) fail("KV block {} released more often than acquired", block);
   if (--ref_[block] > 0) return;
   released_[block] = now_ns;
+  idle_since_[block] = now_ns;
   key_[block] = evict_key;
   // Unhashed blocks go to the head: nothing is lost by reusing them first.
   link_before(block, hashed_[block] ? sentinel() : next_[sentinel()]);
@@ -66,6 +70,17 @@ void BlockPool::rerank(int32_t block, int64_t evict_key) {
   by_key_.erase({key_[block], depth_[block], block});
   key_[block] = evict_key;
   by_key_.insert({evict_key, depth_[block], block});
+}
+
+void BlockPool::mark_wanted(int32_t block, int64_t evict_key) {
+  if (!ranked_ || ref_.at(block) != 0 || !hashed_[block]) return;
+  by_key_.erase({key_[block], depth_[block], block});
+  by_idle_.erase({idle_since_[block], -depth_[block], block});
+  if (idle_since_[block] == kWanted) evict_key = std::min(evict_key, key_[block]);
+  key_[block] = evict_key;
+  idle_since_[block] = kWanted;
+  by_key_.insert({evict_key, depth_[block], block});
+  by_idle_.insert({kWanted, -depth_[block], block});
 }
 
 int64_t BlockPool::evict_free_cached() {
@@ -92,6 +107,11 @@ std::optional<int32_t> BlockPool::highest_ranked_free() const {
   return std::get<2>(*by_key_.rbegin());
 }
 
+std::optional<int32_t> BlockPool::longest_idle_free() const {
+  if (by_idle_.empty() || std::get<0>(*by_idle_.begin()) == kWanted) return std::nullopt;
+  return std::get<2>(*by_idle_.begin());
+}
+
 std::optional<uint64_t> BlockPool::hash_of(int32_t block) const {
   if (!hashed_.at(block)) return std::nullopt;
   return hash_[block];
@@ -104,7 +124,10 @@ std::vector<int32_t> BlockPool::free_queue() const {
 }
 
 void BlockPool::unlink(int32_t block) {
-  if (ranked_ && hashed_[block]) by_key_.erase({key_[block], depth_[block], block});
+  if (ranked_ && hashed_[block]) {
+    by_key_.erase({key_[block], depth_[block], block});
+    by_idle_.erase({idle_since_[block], -depth_[block], block});
+  }
   next_[prev_[block]] = next_[block];
   prev_[next_[block]] = prev_[block];
   --num_free_;
@@ -117,7 +140,10 @@ void BlockPool::link_before(int32_t block, int32_t next) {
   next_[prev] = block;
   prev_[next] = block;
   ++num_free_;
-  if (ranked_ && hashed_[block]) by_key_.insert({key_[block], depth_[block], block});
+  if (ranked_ && hashed_[block]) {
+    by_key_.insert({key_[block], depth_[block], block});
+    by_idle_.insert({idle_since_[block], -depth_[block], block});
+  }
 }
 
 }  // namespace paceline

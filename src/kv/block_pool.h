@@ -5,7 +5,8 @@
 // unhashed blocks first (they hold nothing worth keeping), then hashed ones least recently freed
 // first. A ranked pool also orders its free cached blocks by an eviction key that the KV
 // manager's policy gives each (eviction_policy.h), so that the policy can take the block with
-// the highest key instead of the queue's head.
+// the highest key instead of the queue's head, and by how long each has been idle, so that the
+// policy can also find the block idle longest among those no waiting request wants.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -46,6 +47,10 @@ class BlockPool {
   bool publish(int32_t block, uint64_t hash, int32_t depth = 0);
   // Files a free cached block of a ranked pool under a new key; nothing for any other block.
   void rerank(int32_t block, int64_t evict_key);
+  // A waiting request needs this free cached block of a ranked pool: it is filed under
+  // `evict_key` (the lower of two, when two requests want it) and is no longer idle
+  // (longest_idle_free skips it) until it is released again. Nothing for any other block.
+  void mark_wanted(int32_t block, int64_t evict_key);
   // Drops the hash of every free cached block (they move to the head of the free queue, as
   // unhashed blocks); blocks in use keep theirs, so the requests holding them lose nothing.
   // Returns how many were dropped. For POST /reset_prefix_cache.
@@ -58,6 +63,10 @@ class BlockPool {
   bool is_cached(int32_t block) const { return hashed_.at(block) != 0; }
   // A ranked pool's free cached block with the highest key (deepest first among equal keys).
   std::optional<int32_t> highest_ranked_free() const;
+  // A ranked pool's free cached block released longest ago that no waiting request wants
+  // (deepest first among equal release times).
+  std::optional<int32_t> longest_idle_free() const;
+  bool is_wanted(int32_t block) const { return idle_since_.at(block) == kWanted; }
   int64_t released_ns(int32_t block) const { return released_.at(block); }
   int32_t depth(int32_t block) const { return depth_.at(block); }
   int64_t evict_key(int32_t block) const { return key_.at(block); }
@@ -78,9 +87,14 @@ class BlockPool {
   std::vector<int32_t> depth_;
   std::vector<int64_t> released_;
   std::vector<int64_t> key_;
+  std::vector<int64_t> idle_since_;  // the release time, or kWanted
   bool ranked_ = false;
+  static constexpr int64_t kWanted = INT64_MAX;
   // Free cached blocks of a ranked pool by (key, depth, block): the last entry goes first.
   std::set<std::tuple<int64_t, int32_t, int32_t>> by_key_;
+  // The same blocks by (idle since, -depth, block): the first entry is idle longest (its
+  // sequence's deepest block first, as the free queue has it); wanted ones last.
+  std::set<std::tuple<int64_t, int32_t, int32_t>> by_idle_;
   // Free queue as an intrusive doubly linked list; index num_blocks is the sentinel.
   std::vector<int32_t> prev_, next_;
   int64_t num_free_ = 0;

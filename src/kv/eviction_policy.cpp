@@ -29,18 +29,19 @@ void ReuseGapEstimate::observe(int64_t gap_ns) {
   count_ = std::min(count_ + 1, kWindow);
 }
 
-std::optional<int64_t> ReuseGapEstimate::median_ns() const {
+std::optional<int64_t> ReuseGapEstimate::percentile_ns(double q) const {
   if (count_ == 0) return std::nullopt;
   int64_t sorted[kWindow];
   std::copy(gaps_, gaps_ + count_, sorted);
-  std::nth_element(sorted, sorted + count_ / 2, sorted + count_);
-  return sorted[count_ / 2];
+  const int k = std::clamp(static_cast<int>(q * count_), 0, count_ - 1);
+  std::nth_element(sorted, sorted + k, sorted + count_);
+  return sorted[k];
 }
 
 int64_t ReuseGapEstimate::dead_after_ns() const {
-  const std::optional<int64_t> m = median_ns();
-  if (!m) return INT64_MAX;
-  return std::max<int64_t>(*m, 1'000'000) * kDeadFactor;  // a floor of 1 ms: gaps of 0 happen  // a floor of 1 ms: gaps of 0 happen
+  const std::optional<int64_t> p = percentile_ns(kDeadPercentile);
+  if (!p) return INT64_MAX;
+  return std::max<int64_t>(*p, 1'000'000);  // a floor of 1 ms: gaps of 0 happen
 }
 
 }  // namespace paceline

@@ -5,12 +5,14 @@
 // - lru: the least recently freed first (vLLM, SGLang's default). When agent sessions come back
 //   in a cycle and outnumber memory, the session idle longest is the one that returns next, so
 //   LRU evicts exactly what is needed next: the hit rate collapses (docs/kv-tiers.md).
-// - reuse: each freed block is given a predicted next use, its release time plus the median reuse
-//   gap (how long after a prefix was freed a sequence came back and hit it, over the last 64
-//   hits). The block predicted to be needed last goes first, its deepest block first: the most
-//   recently freed sequence gives way, tail first. A block idle for longer than twice that gap
-//   is taken for dead and goes before all of them. In a cycle of sessions this keeps a stable
-//   set of whole sessions resident instead of a useless tail of every session.
+// - reuse: the most recently freed block goes first, its sequence's deepest block first, except
+//   for two kinds of block. A block that a waiting request's prefix covers is needed now: it goes
+//   after every other, the latest arrival's first (KvManager::want_prefix). A block idle longer
+//   than nearly every session takes to come back (the 90th percentile of the last 64 reuse gaps,
+//   each the time from a prefix's release to the arrival of the request that found it) is taken
+//   for dead and goes before all others, idle longest first. In a cycle of sessions this keeps a
+//   stable set of whole sessions resident instead of a useless tail of every session, and gives
+//   up first the sessions that paused (a user reading the answer) or ended.
 // - oracle: the offline yardstick, for the simulator only. A NextUseOracle that has read the
 //   trace says when each block is needed next; the block needed furthest in the future goes
 //   first (Belady's rule), blocks needed by nobody first of all.
@@ -40,16 +42,17 @@ class NextUseOracle {
 // The reuse policy's estimate of how long a freed block waits for its next use.
 class ReuseGapEstimate {
  public:
-  // A sequence was admitted `gap_ns` after its hit's last block was freed.
+  // A request for a prefix arrived `gap_ns` after the prefix's last block was freed.
   void observe(int64_t gap_ns);
-  // The median of the last kWindow gaps; nullopt before the first.
-  std::optional<int64_t> median_ns() const;
-  // A cached block idle this long is taken for dead: kDeadFactor medians (never, before the
-  // first gap).
+  // The q-quantile (0..1) of the last kWindow gaps; nullopt before the first.
+  std::optional<int64_t> percentile_ns(double q) const;
+  std::optional<int64_t> median_ns() const { return percentile_ns(0.5); }
+  // A cached block idle this long is taken for dead: the kDeadPercentile of the gaps (never,
+  // before the first gap).
   int64_t dead_after_ns() const;
 
   static constexpr int kWindow = 64;
-  static constexpr int64_t kDeadFactor = 2;
+  static constexpr double kDeadPercentile = 0.9;
 
  private:
   int64_t gaps_[kWindow] = {};

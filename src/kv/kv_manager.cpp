@@ -89,10 +89,7 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
       host_->acquire(b);
       pinned_host_.push_back(b);
     }
-    if (!hit.blocks.empty() && pool_.is_free(hit.blocks.back())) {
-      // The sequence came back this long after its prefix was last let go: a reuse gap.
-      gaps_.observe(now_ns() - pool_.released_ns(hit.blocks.back()));
-    }
+    if (!hit.blocks.empty()) observe_return(pool_, hit.blocks.back(), now_ns());
     for (int32_t b : hit.blocks) {
       pool_.acquire(b);
       seq.ids.push_back(b);
@@ -154,14 +151,61 @@ int32_t KvManager::take_fresh_block() {
 int32_t KvManager::pick_victim(const BlockPool& pool) const {
   const int32_t head = *pool.first_free();
   if (!pool.is_cached(head) || config_.policy == KvPolicy::kLru) return head;
-  if (config_.policy == KvPolicy::kReuse &&
-      now_ns() - pool.released_ns(head) > gaps_.dead_after_ns()) {
-    return head;  // idle far longer than sequences come back: dead
-  }
   if (config_.policy == KvPolicy::kOracle && !oracle_) {
     fail("the oracle KV policy needs a next-use oracle (paceline sim only)");
   }
-  return *pool.highest_ranked_free();
+  const int32_t ranked = *pool.highest_ranked_free();
+  if (config_.policy != KvPolicy::kReuse || pool.evict_key(ranked) == kRedundantKey) return ranked;
+  const std::optional<int32_t> idle = pool.longest_idle_free();
+  if (idle && now_ns() - pool.released_ns(*idle) > gaps_.dead_after_ns()) {
+    return *idle;  // idle far longer than sessions take to come back, and nobody waits for it
+  }
+  return ranked;
+}
+
+void KvManager::observe_return(const BlockPool& pool, int32_t block, int64_t at_ns) {
+  if (!pool.is_free(block) || pool.is_wanted(block)) return;
+  // The session came back this long after its prefix was last let go: a reuse gap.
+  gaps_.observe(at_ns - pool.released_ns(block));
+}
+
+void KvManager::want_prefix(BlockTable& seq, std::span<const int32_t> tokens, int64_t arrival_ns) {
+  if (config_.policy != KvPolicy::kReuse || !config_.enable_prefix_caching || !seq.empty() ||
+      tokens.empty()) {
+    return;
+  }
+  const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / config_.block_size;
+  extend_block_hashes(seq.hashes, tokens, config_.block_size, max_blocks);
+  // Below every idle block's key (a release time), in arrival order: the latest comer gives way
+  // first, as it would be admitted last.
+  const int64_t key = arrival_ns - kWantedOffsetNs;
+  std::vector<std::pair<BlockPool*, int32_t>> run;
+  BlockPool* tier = &pool_;
+  for (int64_t i = 0; i < max_blocks; ++i) {
+    std::optional<int32_t> block = tier->find_cached(seq.hashes[i]);
+    if (!block && tier == &pool_ && host_) {
+      tier = host_.get();  // where the GPU's run ends, the host's may go on
+      block = tier->find_cached(seq.hashes[i]);
+    }
+    if (!block) break;
+    run.emplace_back(tier, *block);
+  }
+  if (run.empty()) return;
+  observe_return(*run.back().first, run.back().second, arrival_ns);
+  for (auto [pool, block] : run) pool->mark_wanted(block, key);
+}
+
+void KvManager::unwant_prefix(const BlockTable& seq) {
+  if (config_.policy != KvPolicy::kReuse || !seq.empty()) return;
+  for (uint64_t hash : seq.hashes) {
+    for (BlockPool* tier : {&pool_, host_.get()}) {
+      if (!tier) continue;
+      const std::optional<int32_t> block = tier->find_cached(hash);
+      if (!block || !tier->is_free(*block) || !tier->is_wanted(*block)) continue;
+      tier->acquire(*block);  // released again at its old time, under the reuse key of that time
+      tier->release(*block, tier->released_ns(*block), tier->released_ns(*block));
+    }
+  }
 }
 
 // A cached block leaving the GPU keeps its place in the host tier (ranked as it was), unless the
@@ -174,6 +218,7 @@ void KvManager::store_to_host(int32_t gpu_block) {
     if (host_->is_free(*kept) && config_.policy != KvPolicy::kLru) {
       host_->acquire(*kept);
       host_->release(*kept, pool_.released_ns(gpu_block), pool_.evict_key(gpu_block));
+      if (pool_.is_wanted(gpu_block)) host_->mark_wanted(*kept, pool_.evict_key(gpu_block));
     }
     return;
   }
@@ -181,6 +226,7 @@ void KvManager::store_to_host(int32_t gpu_block) {
   const int32_t h = host_->allocate(pick_victim(*host_));
   host_->publish(h, hash, pool_.depth(gpu_block));
   host_->release(h, pool_.released_ns(gpu_block), pool_.evict_key(gpu_block));
+  if (pool_.is_wanted(gpu_block)) host_->mark_wanted(h, pool_.evict_key(gpu_block));
   pending_.stores.push_back({gpu_block, h});
   ++stats_.stored_blocks;
 }
@@ -190,9 +236,9 @@ int64_t KvManager::evict_key(int32_t block) const {
     case KvPolicy::kLru:
       return 0;
     case KvPolicy::kReuse:
-      // One gap for everyone: per-sequence gaps (the last gap each showed) measured no better
-      // in the simulator (docs/kv-tiers.md), so the rule stays: most recently freed first.
-      return now_ns() + gaps_.median_ns().value_or(0);
+      // The release time: most recently freed first. Per-sequence gaps (the last gap each
+      // showed) measured no better in the simulator (docs/kv-tiers.md).
+      return now_ns();
     case KvPolicy::kOracle: {
       const std::optional<uint64_t> hash = pool_.hash_of(block);
       return hash && oracle_ ? oracle_->next_use_ns(*hash) : NextUseOracle::kNever;

@@ -98,6 +98,18 @@ class KvManager {
   // the last token. Empty when caching is off or `seq` already has blocks. Extends seq.hashes.
   PrefixHit find_cached_prefix(BlockTable& seq, std::span<const int32_t> tokens);
 
+  // A request for `tokens` has arrived and waits: under the reuse policy its resident prefix
+  // (both tiers) is needed now, so those blocks give way after every idle one and are never
+  // taken for dead while it waits. The time since the prefix was released is a reuse gap.
+  // Extends seq.hashes; nothing when `seq` already has blocks.
+  void want_prefix(BlockTable& seq, std::span<const int32_t> tokens, int64_t arrival_ns);
+  // The waiting request whose prefix hashes `seq` holds is gone (cancelled): its prefix's blocks
+  // that are still wanted are idle again, since their release. (Another waiting request that
+  // wants the same blocks loses their protection too: wants are not counted.)
+  void unwant_prefix(const BlockTable& seq);
+  // How far below the clock a wanted block's key lies: below every idle block's release time.
+  static constexpr int64_t kWantedOffsetNs = int64_t{1} << 60;
+
   // How many free blocks covering positions [0, num_tokens) would take: fresh blocks, plus hit
   // blocks that are free now (a hit on a free block takes it out of the free queue).
   int64_t free_blocks_needed(const BlockTable& seq, int64_t num_tokens,
@@ -128,6 +140,9 @@ class KvManager {
   int32_t take_fresh_block();
   int32_t pick_victim(const BlockPool& pool) const;
   void store_to_host(int32_t gpu_block);
+  // A request found `block` (its prefix's last resident block) at `at_ns`: a reuse gap, unless
+  // the block is in use or was already wanted.
+  void observe_return(const BlockPool& pool, int32_t block, int64_t at_ns);
   void unpin_host_blocks(bool loaded);
   // The eviction key of a block about to be freed (higher goes first).
   int64_t evict_key(int32_t block) const;

@@ -171,6 +171,7 @@ void Scheduler::preempt(Request& victim, Pass& pass) {
   victim.prefill_end = 0;
   ++victim.num_preemptions;
   waiting_.push_front(&victim);
+  kv_.want_prefix(victim.blocks, victim.tokens, victim.arrival_ns);
   pass.preempted = true;
   ++totals_.preemptions;
 }

@@ -75,6 +75,7 @@ void Scheduler::add_request(uint64_t id, std::vector<int32_t> prompt, RequestPar
   }
   const int64_t arrival = params.arrival_ns.value_or(clock_.now_ns());
   auto request = std::make_unique<Request>(id, std::move(prompt), std::move(params), arrival);
+  kv_.want_prefix(request->blocks, request->tokens, arrival);
   waiting_.push_back(request.get());
   requests_.emplace(id, std::move(request));
 }
@@ -87,6 +88,7 @@ std::optional<RequestOutput> Scheduler::cancel(uint64_t id) {
     std::erase(running_, &r);
   } else {
     std::erase(waiting_, &r);
+    kv_.unwant_prefix(r.blocks);  // nobody waits for its prefix any more
   }
   r.status = RequestStatus::kFinished;
   r.finish_reason = FinishReason::kAbort;

@@ -102,5 +102,35 @@ TEST(BlockPool, TheFirstBlockPublishedUnderAHashWins) {
   EXPECT_EQ(pool.num_cached(), 1);
 }
 
+// The reuse policy asks which free cached block has been idle longest. That is the release
+// time, not the free queue's order: a host tier files blocks as they are stored, each under the
+// release time its GPU block had. A block a waiting request wants is not idle at all.
+TEST(BlockPool, TheLongestIdleBlockIsTheOneReleasedEarliestAndNotWanted) {
+  BlockPool pool(4, 4, /*ranked=*/true);
+  const int32_t a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
+  pool.publish(a, 11, 0);
+  pool.publish(b, 12, 0);
+  pool.publish(c, 13, 1);
+  pool.release(a, /*now_ns=*/5, /*evict_key=*/5);
+  pool.release(b, /*now_ns=*/1, /*evict_key=*/1);  // freed after a, but idle since earlier
+  pool.release(c, /*now_ns=*/1, /*evict_key=*/1);
+  EXPECT_EQ(pool.free_queue().back(), c);  // the queue has them in the order they came
+  EXPECT_EQ(pool.longest_idle_free(), c);  // released at 1, and deeper than b
+  pool.mark_wanted(c, -10);
+  EXPECT_TRUE(pool.is_wanted(c));
+  EXPECT_EQ(pool.evict_key(c), -10);
+  EXPECT_EQ(pool.longest_idle_free(), b);
+  pool.mark_wanted(b, -20);
+  pool.mark_wanted(b, -15);  // a later request wants it too: the earlier one's key stays
+  EXPECT_EQ(pool.evict_key(b), -20);
+  EXPECT_EQ(pool.longest_idle_free(), a);
+  pool.mark_wanted(a, -30);
+  EXPECT_FALSE(pool.longest_idle_free().has_value());
+  pool.acquire(a);  // the request came: released again, a is idle anew
+  pool.release(a, /*now_ns=*/9, /*evict_key=*/9);
+  EXPECT_FALSE(pool.is_wanted(a));
+  EXPECT_EQ(pool.longest_idle_free(), a);
+}
+
 }  // namespace
 }  // namespace paceline

@@ -50,15 +50,18 @@ TEST(KvPolicyNames, RoundTrip) {
   EXPECT_FALSE(kv_policy_from_name("mru").has_value());
 }
 
-TEST(ReuseGapEstimate, IsTheMedianOfRecentGapsAndNeverDeadBeforeTheFirst) {
+TEST(ReuseGapEstimate, DeadIsBeyondNearlyEveryRecentGapAndNeverBeforeTheFirst) {
   ReuseGapEstimate g;
   EXPECT_FALSE(g.median_ns().has_value());
   EXPECT_EQ(g.dead_after_ns(), INT64_MAX);
   for (int64_t s : {5, 1, 3}) g.observe(s * kSecond);
   EXPECT_EQ(g.median_ns(), 3 * kSecond);
-  EXPECT_EQ(g.dead_after_ns(), 3 * kSecond * ReuseGapEstimate::kDeadFactor);
-  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) g.observe(7 * kSecond);
-  EXPECT_EQ(g.median_ns(), 7 * kSecond);  // old gaps leave the window
+  EXPECT_EQ(g.dead_after_ns(), 5 * kSecond);  // the 90th percentile of three is the largest
+  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) g.observe(i < 58 ? kSecond : 60 * kSecond);
+  EXPECT_EQ(g.median_ns(), kSecond);      // old gaps leave the window
+  EXPECT_EQ(g.dead_after_ns(), kSecond);  // 6 long pauses in 64 are the tail, not the rule
+  g.observe(60 * kSecond);
+  EXPECT_EQ(g.dead_after_ns(), 60 * kSecond);  // 7 in 64: more than 1 in 10 pauses this long
 }
 
 // Sessions A, B, C of 4 blocks each in a pool of 12 blocks (plus 1 for the last token of a
@@ -74,11 +77,11 @@ TEST_P(CycleOfSessions, TheNewcomerEvictsWhatThePolicyChooses) {
   run_turn(kv, a);
   clock.advance_ns(kSecond);
   ASSERT_EQ(run_turn(kv, a), 16);
-  clock.advance_ns(kSecond / 2);
+  clock.advance_ns(kSecond / 4);
   run_turn(kv, b);
-  clock.advance_ns(kSecond / 2);
+  clock.advance_ns(kSecond / 4);
   run_turn(kv, c);
-  clock.advance_ns(kSecond / 2);  // A idle 1.5 s: not yet taken for dead (2 x 1 s)
+  clock.advance_ns(kSecond / 4);  // A idle 0.75 s: not taken for dead (its only gap was 1 s)
   run_turn(kv, d);
   if (GetParam() == KvPolicy::kLru) {
     EXPECT_EQ(probe(kv, a), 0);
@@ -120,6 +123,99 @@ TEST(ReusePolicy, ASessionGivesWayTailFirst) {
   run_turn(kv, a);  // 8 cached blocks + 2 unhashed, all free
   run_turn(kv, b);  // takes the 2 unhashed blocks, then one of A's: A's deepest
   EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+// Sessions E, A, B, C freed in that order, then C's next turn arrives and waits. A newcomer D
+// needs 4 blocks: C was freed most recently, but a waiting request needs it now, so B gives way.
+TEST(ReusePolicy, APrefixThatAWaitingRequestNeedsGivesWayLast) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 17, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session e = session(500, 4), a = session(100, 4), b = session(200, 4), c = session(300, 4),
+          d = session(400, 4);
+  run_turn(kv, e);
+  clock.advance_ns(10 * kSecond);
+  ASSERT_EQ(run_turn(kv, e), 16);  // a gap of 10 s: nobody below is idle long enough to be dead
+  for (Session* s : {&a, &b, &c}) {
+    clock.advance_ns(kSecond);
+    run_turn(kv, *s);
+  }
+  clock.advance_ns(kSecond / 2);
+  BlockTable c_next;
+  kv.want_prefix(c_next, c.tokens, clock.now_ns());
+  clock.advance_ns(kSecond / 2);
+  run_turn(kv, d);
+  EXPECT_EQ(probe(kv, c), 16);
+  EXPECT_EQ(probe(kv, b), 0);
+  EXPECT_EQ(probe(kv, a), 16);
+  EXPECT_EQ(probe(kv, e), 16);
+}
+
+// A reuse gap runs from a prefix's release to the arrival of the request that finds it, not to
+// its admission: time in the queue says nothing about how long sessions pause. A's next turn
+// came 0.9 s after A was freed and waited 9 s for admission; B, idle 12 s, is dead by then.
+TEST(ReusePolicy, AGapEndsWhenTheRequestArrivesNotWhenItIsAdmitted) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 13, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4), d = session(400, 4);
+  run_turn(kv, b);
+  clock.advance_ns(kSecond / 10);
+  run_turn(kv, a);
+  clock.advance_ns(9 * kSecond / 10);
+  BlockTable waiting;
+  kv.want_prefix(waiting, a.tokens, clock.now_ns());  // arrives: a gap of 0.9 s
+  clock.advance_ns(9 * kSecond);
+  ASSERT_EQ(run_turn(kv, a), 16);  // admitted 9.9 s after A was freed
+  clock.advance_ns(kSecond / 10);
+  run_turn(kv, c);
+  clock.advance_ns(2 * kSecond);
+  run_turn(kv, d);  // B, idle 12 s > 0.9 s, goes; C, freed last, stays
+  EXPECT_EQ(probe(kv, b), 0);
+  EXPECT_EQ(probe(kv, a), 16);
+  EXPECT_EQ(probe(kv, c), 16);
+}
+
+// A waiting request's prefix that goes on in the host tier is wanted there too, and a wanted
+// GPU block that gives way keeps being wanted in the host.
+TEST(ReusePolicy, AWaitingRequestsPrefixIsWantedInBothTiers) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 5, .block_size = 4, .policy = KvPolicy::kReuse, .num_host_blocks = 8},
+               &clock);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4);
+  run_turn(kv, a);
+  clock.advance_ns(kSecond);
+  run_turn(kv, b);  // A to the host
+  BlockTable a_next, b_next;
+  kv.want_prefix(a_next, a.tokens, clock.now_ns());
+  kv.want_prefix(b_next, b.tokens, clock.now_ns());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(kv.host_pool()->is_wanted(*kv.host_pool()->find_cached(a_next.hashes[i])));
+    EXPECT_TRUE(kv.pool().is_wanted(*kv.pool().find_cached(b_next.hashes[i])));
+  }
+  clock.advance_ns(kSecond);
+  run_turn(kv, c);  // B to the host: still wanted there
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(kv.host_pool()->is_wanted(*kv.host_pool()->find_cached(b_next.hashes[i])));
+  }
+}
+
+// A waiting request that is cancelled no longer holds its prefix: the blocks are idle again
+// since their release, and may be taken for dead.
+TEST(ReusePolicy, ACancelledRequestsPrefixIsIdleAgain) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 5, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 4);
+  run_turn(kv, a);
+  clock.advance_ns(kSecond);
+  BlockTable waiting;
+  kv.want_prefix(waiting, a.tokens, clock.now_ns());
+  const int32_t first = *kv.pool().find_cached(waiting.hashes[0]);
+  ASSERT_TRUE(kv.pool().is_wanted(first));
+  ASSERT_FALSE(kv.pool().longest_idle_free().has_value());
+  kv.unwant_prefix(waiting);
+  EXPECT_FALSE(kv.pool().is_wanted(first));
+  EXPECT_EQ(kv.pool().released_ns(first), 0);
+  EXPECT_EQ(kv.pool().evict_key(first), 0);  // the release time, as any idle block's
+  EXPECT_TRUE(kv.pool().longest_idle_free().has_value());
 }
 
 class TableOracle final : public NextUseOracle {
