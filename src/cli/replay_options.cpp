@@ -38,6 +38,11 @@ void add_replay_options(CLI::App& cmd, ReplayOptions& o, bool traces_required) {
   cmd.add_option("--drain-timeout", o.drain_timeout, "seconds in-flight requests may finish")
       ->capture_default_str();
   cmd.add_option("--slo", o.slo, "goodput bounds in ms, e.g. \"ttft:2000 itl:50\"");
+  cmd.add_option("--max-failed-fraction", o.max_failed_fraction,
+                 "a run with a larger fraction of failed requests is invalid (and exits 1); an "
+                 "overload test that expects refusals raises it")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd.add_option("--time-scale", o.time_scale, "Mooncake: multiplies arrival times")
       ->capture_default_str();
   cmd.add_option("--max-isl", o.max_isl,
@@ -57,6 +62,7 @@ nlohmann::json replay_settings_json(const ReplayOptions& o) {
       {"system_idle_gap_cap_s", o.system_idle_gap_cap},
       {"sampler", o.sampler},
       {"drain_timeout_s", o.drain_timeout},
+      {"max_failed_fraction", o.max_failed_fraction},
       {"time_scale", o.time_scale},
       {"gpus", o.gpus},
       {"slo", o.slo},
@@ -98,6 +104,7 @@ bench::SummaryOptions summary_options(const ReplayOptions& o) {
   if (o.gpus < 1) fail("--gpus must be at least 1");
   bench::SummaryOptions s;
   s.gpus = o.gpus;
+  s.max_failed_fraction = o.max_failed_fraction;
   if (!o.slo.empty()) s.slo = bench::parse_slo(o.slo);
   return s;
 }

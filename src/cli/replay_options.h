@@ -27,6 +27,7 @@ struct ReplayOptions {
   double system_idle_gap_cap = 10;
   std::string sampler = "sequential";
   double drain_timeout = 120;
+  double max_failed_fraction = 0.10;  // a run with more failed requests is invalid
   double time_scale = 1.0;  // Mooncake arrival times
   std::optional<int64_t> max_isl;
   double isl_scale = 1.0;
