@@ -53,8 +53,10 @@ __device__ __forceinline__ void store_out<bf16>(bf16* y, float v, float beta) {
 // MMA s of the block gives its k slots {2t, 2t + 1} the pair (s % 2) * 4 + {0, 1} and its slots
 // {2t + 8, 2t + 9} the pair (s % 2) * 4 + {2, 3} of lo (s < 2) or hi (s >= 2). Over t and s that
 // is each of the 64 k once, and the A and B registers carry the same k in the same slots.
+// Four blocks an SM (128 registers a thread), three for 8 column tiles (their accumulators
+// would spill).
 template <int NT, typename Out>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(kThreads, NT == 8 ? 3 : 4)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t chunks_per_piece, int pieces, float* workspace_all,
