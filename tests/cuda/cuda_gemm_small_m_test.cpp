@@ -247,9 +247,13 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
     DeviceBuffer y(static_cast<size_t>(cap * s.n) * sizeof(float));
     PACELINE_CUDA_CHECK(cudaMemset(x.as<void>(), 0, x.bytes()));
     PACELINE_CUDA_CHECK(cudaMemcpy(x.as<void>(), hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+    // Copies run on the legacy stream, which `stream` does not wait for: each is followed by a
+    // device-wide synchronization.
+    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     const auto reset_y = [&] {
       PACELINE_CUDA_CHECK(
           cudaMemcpy(y.as<void>(), hy0.data(), hy0.size() * sizeof(float), cudaMemcpyHostToDevice));
+      PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     };
     const auto result = [&] {
       PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -279,6 +283,7 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
     PACELINE_CUDA_CHECK(cudaMemcpy(y2.as<void>(), hy0.data() + kSmall * s.n,
                                    static_cast<size_t>((kMixed - kSmall) * s.n) * sizeof(float),
                                    cudaMemcpyHostToDevice));
+    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     g.run_f32(x2.as<bf16>(), kMixed - kSmall, s.k, w.as<bf16>(), s.n, y2.as<float>(), beta, 0);
     PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
     const std::vector<float> rest =
@@ -294,6 +299,7 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
     PACELINE_CUDA_CHECK(cudaMemcpy(y2.as<void>(), hy0.data() + kSmall * s.n,
                                    static_cast<size_t>((kMixed - kSmall) * s.n) * sizeof(float),
                                    cudaMemcpyHostToDevice));
+    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     g.run_f32(x2.as<bf16>() + 61 * s.k, 1, s.k, w.as<bf16>(), s.n, y2.as<float>() + 61 * s.n, beta,
               1);
     PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
