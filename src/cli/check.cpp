@@ -30,12 +30,24 @@ void add_check_options(CLI::App& cmd, CheckOptions& o) {
   cmd.add_flag("--skip-invariance", o.skip_invariance, "only the timings");
   cmd.add_option("--decode-batches", o.decode_batches, "timed decode batch sizes")
       ->capture_default_str();
-  cmd.add_option("--decode-context", o.decode_context, "context of every timed decode sequence")
+  cmd.add_option("--decode-context", o.decode_context,
+                 "tokens cached before every timed decode step (the decoded token's position; at "
+                 "most the model's max_position_embeddings - 1)")
       ->capture_default_str();
   cmd.add_option("--prefill-lengths", o.prefill_lengths, "timed prefill lengths (one sequence)")
       ->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed repeats of each step (the median is reported)")
       ->capture_default_str();
+}
+
+void check_decode_context(int64_t decode_context, const ModelConfig& config) {
+  if (decode_context < 1) fail("--decode-context must be at least 1, got {}", decode_context);
+  const int64_t window = config.max_position_embeddings;
+  if (window > 0 && decode_context >= window) {
+    fail("--decode-context {}: the timed decode step's token would be at position {}, past the "
+         "{} positions (0 to {}) of {}; the largest --decode-context it takes is {}",
+         decode_context, decode_context, window, window - 1, config.name, window - 1);
+  }
 }
 
 #if PACELINE_HAVE_CUDA
@@ -205,8 +217,9 @@ std::unique_ptr<Weights> load_weights(const ModelOptions& m, const ModelConfig& 
 
 int run_check(const CheckOptions& o) {
   if (o.model.device != "cuda") fail("paceline check runs on the GPU: pass --device cuda");
-  if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
   ModelConfig config = model_config_load(o.model.model);
+  if (o.timing) check_decode_context(o.decode_context, config);
+  if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
   std::unique_ptr<Weights> weights = load_weights(o.model, config);
   CudaExecutorOptions co;
   co.block_size = o.model.block_size;
@@ -238,7 +251,8 @@ int run_check(const CheckOptions& o) {
   return status;
 }
 #else
-int run_check(const CheckOptions&) {
+int run_check(const CheckOptions& o) {
+  if (o.timing) check_decode_context(o.decode_context, model_config_load(o.model.model));
   fail(
       "paceline check needs the CUDA executor, and this build has none (nvcc was not found "
       "when it was configured)");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/model_options.h"
+#include "model/config.h"
 
 namespace paceline {
 
@@ -24,6 +25,10 @@ struct CheckOptions {
 };
 
 void add_check_options(CLI::App& cmd, CheckOptions& options);
+// --timing's decode steps decode the token at position decode_context after that many cached
+// tokens; a position past the model's window (max_position_embeddings) is refused with an error
+// naming the flag and the largest value it takes, never decoded.
+void check_decode_context(int64_t decode_context, const ModelConfig& config);
 int run_check(const CheckOptions& options);
 
 }  // namespace paceline

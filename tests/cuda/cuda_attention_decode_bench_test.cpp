@@ -1,8 +1,10 @@
 // The decode attention's KV bandwidth on one layer of a Qwen3-8B-shaped cache (32 q heads, 8 KV
 // heads, head_dim 128, blocks of 16 in shuffled order): bytes of K and V read / kernel time, at
 // contexts 1k, 8k, 32k and 128k and batches 1, 4, 16 and 64, for the production plan and pipeline
-// and a few others. Runs only with PACELINE_DECODE_BENCH=1 (it takes 35 GB and a minute);
-// PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production only (for ncu).
+// and a few others, and for an FP8 (e4m3) cache of the same shape (its bytes are half: the share
+// is of the FP8 bytes). Runs only with PACELINE_DECODE_BENCH=1 (it takes 52 GB and a few
+// minutes); PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production bf16 and
+// FP8 only (for ncu).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
 // launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
 #include <algorithm>
@@ -62,6 +64,7 @@ struct Config {
   std::string name;
   int warps = 0, stages = 0;  // 0: the production launcher
   cuda::DecodeSplits splits = cuda::kDecodePlan;
+  bool fp8 = false;  // the FP8 cache (production launcher)
 };
 
 TEST(CudaDecodeAttentionBench, KvBandwidth) {
@@ -89,8 +92,24 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
                                      cudaMemcpyDeviceToDevice));
     }
   }
+  // The FP8 cache: 32 MB of random e4m3 bytes of magnitude below 2 (no NaN), repeated likewise.
+  DeviceBuffer k8(half / 2), v8(half / 2);
+  {
+    std::vector<uint16_t> widened(32u << 20), unused(32u << 20);
+    std::vector<uint8_t> chunk8, other8;
+    testing::random_fp8_cache(6, widened, unused, chunk8, other8);
+    DeviceBuffer src = testing::upload(chunk8);
+    const size_t cb = chunk8.size();
+    for (size_t at = 0; at < half / 2; at += cb) {
+      PACELINE_CUDA_CHECK(cudaMemcpy(k8.as<char>() + at, src.as<void>(),
+                                     std::min(cb, half / 2 - at), cudaMemcpyDeviceToDevice));
+      PACELINE_CUDA_CHECK(cudaMemcpy(v8.as<char>() + at, src.as<void>(),
+                                     std::min(cb, half / 2 - at), cudaMemcpyDeviceToDevice));
+    }
+  }
   const std::vector<Config> configs = {
       {"production (4 warps, 2 stages, 16 x >=128)", 0, 0, cuda::kDecodePlan},
+      {"fp8 production (4 warps, 4 stages, 16 x >=128)", 0, 0, cuda::kDecodePlan, true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlan},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},
@@ -121,9 +140,12 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       const size_t parts = static_cast<size_t>(batch) * shape.num_heads * 64;
       DeviceBuffer acc(parts * shape.head_dim * 4), ml(parts * 8);
       DeviceBuffer out(contexts.size() * static_cast<size_t>(shape.num_heads) * shape.head_dim * 2);
-      const cuda::LayerCache cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
+      const cuda::LayerCache bf16_cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
+      const cuda::LayerCache fp8_cache = testing::fp8_layer_cache(k8, v8, bs);
       for (const Config& c : configs) {
-        if (only_ctx != 0 && &c != &configs[0]) continue;
+        if (only_ctx != 0 && c.name.find("production") == std::string::npos) continue;
+        const cuda::LayerCache& cache = c.fp8 ? fp8_cache : bf16_cache;
+        const double read = c.fp8 ? bytes / 2 : bytes;  // an e4m3 element is one byte
         auto enqueue = [&] {
           for (int i = 0; i < launches; ++i) {
             const int32_t* list = rows.rows.as<int32_t>() + (i % rot) * batch;
@@ -139,9 +161,9 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
           }
         };
         const double t = time_graph(stream, launches, enqueue);
-        const double tbs = bytes / (t * 1e-3) / 1e12;
+        const double tbs = read / (t * 1e-3) / 1e12;
         std::printf("[ bench ] | %d | %d | %s | %.3f | %.1f | %.2f | %.0f%% |\n", ctx, batch,
-                    c.name.c_str(), bytes / 1e9, t * 1e3, tbs,
+                    c.name.c_str(), read / 1e9, t * 1e3, tbs,
                     100.0 * tbs * 1e12 / kCopyBytesPerSecond);
         std::fflush(stdout);
       }

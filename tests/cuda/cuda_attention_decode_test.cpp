@@ -80,10 +80,13 @@ struct Problem {
   }
 };
 
-// The device side of a Problem, and launches of the kernels on it.
+// The device side of a Problem, and launches of the kernels on it: its bf16 cache, or after
+// use_fp8 an FP8 cache (whose widened values the caller has put in the problem's k and v).
 struct OnDevice {
   const Problem& p;
   DeviceBuffer k, v, qkv, acc, ml, out;
+  DeviceBuffer k8, v8;
+  bool fp8 = false;
   DecodeRows rows;
 
   explicit OnDevice(const Problem& pr)
@@ -95,10 +98,19 @@ struct OnDevice {
     out = DeviceBuffer(pr.ctx.size() * static_cast<size_t>(pr.shape.num_heads) * pr.shape.head_dim * 2);
   }
 
+  void use_fp8(const std::vector<uint8_t>& k_bytes, const std::vector<uint8_t>& v_bytes) {
+    k8 = testing::upload(k_bytes);
+    v8 = testing::upload(v_bytes);
+    fp8 = true;
+  }
+  cuda::LayerCache cache() const {
+    if (fp8) return testing::fp8_layer_cache(k8, v8, p.block_size);
+    return cuda::LayerCache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
+  }
+
   // Attention for the rows listed (indices into the problem), into `out` poisoned beforehand.
   void run(const std::vector<int32_t>& list, cudaStream_t stream = nullptr, bool poison = true) {
     if (poison) PACELINE_CUDA_CHECK(cudaMemsetAsync(out.as<void>(), 0xff, out.bytes(), stream));
-    cuda::LayerCache cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
     const int32_t* d_list = rows.rows.as<int32_t>();
     if (!list.empty()) {
       list_buf = testing::upload(list);
@@ -106,7 +118,7 @@ struct OnDevice {
     }
     const int n = list.empty() ? rows.num_rows : static_cast<int>(list.size());
     PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits, p.shape,
-                                                      rows.in(), cache, acc.as<float>(),
+                                                      rows.in(), cache(), acc.as<float>(),
                                                       ml.as<float>(), out.as<cuda::bf16>(),
                                                       stream));
   }
@@ -198,12 +210,34 @@ TEST(CudaDecodeAttention, ManyRowsTakeSeveralLaunches) {
 }
 
 // The FP8 cache's kernel against the bf16 kernel over the same values widened to bf16 (every e4m3
-// value is a bf16 value): bit-identical outputs, for every shape and context the bf16 kernel is
-// checked on, and within the bf16 tolerance of the reference.
+// value is a bf16 value): bit-identical outputs, and within the bf16 tolerance of the reference.
+// The FP8 kernel reads its own tile layout (Fp8Layout: e4m3 bytes, other swizzles, four stages)
+// and widens the fragments in registers, so every path of it is covered: one key, partial tiles
+// (15, 17, 65, ...), a warp without tiles, pieces of every plan, 128k keys and 131,071 (the last
+// context of a 131,072-token window), each head size, block sizes 1, 7, 16 and 32.
+void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t seed) {
+  Problem p(c.shape, c.block_size, c.ctx, seed);
+  p.splits = splits;
+  std::vector<uint8_t> k8, v8;
+  testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+  OnDevice d(p);
+  d.run({});
+  const std::vector<uint16_t> widened = d.result();
+  check_against_reference(p, widened);
+  d.use_fp8(k8, v8);
+  d.run({});
+  const std::vector<uint16_t> fp8 = d.result();
+  EXPECT_EQ(testing::count_differing(fp8, widened), 0u)
+      << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
+      << c.shape.head_dim << ", block " << c.block_size << ", plan " << splits.max_splits
+      << " x >= " << splits.min_chunk;
+}
+
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelOnTheWidenedValuesBitForBit) {
   PACELINE_REQUIRE_GPU();
   const std::vector<Case> cases = {
-      {{32, 8, 128}, 16, {1, 17, 0, 129, 4097, 33000, 131072}},
+      {{32, 8, 128}, 16, {1, 15, 17, 0, 129, 4097, 33000, 131071, 131072}},
+      {{32, 8, 128}, 16, kShort},
       {{64, 8, 128}, 16, kShort},
       {{16, 8, 128}, 1, kShort},
       {{8, 8, 256}, 7, kShort},
@@ -212,34 +246,28 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelOnTheWidenedValuesBitForBi
       {{4, 1, 16}, 16, kShort},
   };
   uint64_t seed = 500;
-  for (const Case& c : cases) {
-    Problem p(c.shape, c.block_size, c.ctx, seed);
-    std::vector<uint8_t> k8, v8;
-    testing::random_fp8_cache(seed++, p.k, p.v, k8, v8);
-    OnDevice d(p);
-    d.run({});
-    const std::vector<uint16_t> widened = d.result();
-    check_against_reference(p, widened);
-    DeviceBuffer dk = testing::upload(k8), dv = testing::upload(v8);
-    PACELINE_CUDA_CHECK(cudaMemset(d.out.as<void>(), 0xff, d.out.bytes()));
-    const cuda::LayerCache cache = testing::fp8_layer_cache(dk, dv, p.block_size);
-    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
-        d.qkv.as<float>(), d.rows.rows.as<int32_t>(), d.rows.num_rows, p.splits, p.shape,
-        d.rows.in(), cache, d.acc.as<float>(), d.ml.as<float>(), d.out.as<cuda::bf16>(), nullptr));
-    const std::vector<uint16_t> fp8 = d.result();
-    EXPECT_EQ(testing::count_differing(fp8, widened), 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
-                          << ", head_dim " << c.shape.head_dim << ", block " << c.block_size;
+  for (const Case& c : cases) expect_fp8_matches_bf16(c, cuda::kDecodePlan, seed++);
+}
+
+TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelWithOtherSplitPlans) {
+  PACELINE_REQUIRE_GPU();
+  for (cuda::DecodeSplits s : {cuda::DecodeSplits{1, 128}, cuda::DecodeSplits{4, 64},
+                               cuda::DecodeSplits{64, 256}}) {
+    expect_fp8_matches_bf16({{32, 8, 128}, 16, kShort}, s, 600 + s.max_splits);
+    expect_fp8_matches_bf16({{8, 8, 256}, 7, kShort}, s, 700 + s.max_splits);
   }
 }
 
 // A row's output bits are the same alone, in any subset or order of rows, and replayed from a
-// CUDA graph captured for the whole list.
-TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
-  PACELINE_REQUIRE_GPU();
+// CUDA graph captured for the whole list; for the bf16 cache and for an FP8 one.
+void expect_rows_batch_invariant(bool fp8) {
   std::vector<int> ctx;
   for (int i = 0; i < 64; ++i) ctx.push_back(i % 9 == 4 ? 0 : 1 + (i * 2654435761u) % 20000);
   Problem p({32, 8, 128}, 16, ctx, 99);
+  std::vector<uint8_t> k8, v8;
+  if (fp8) testing::random_fp8_cache(98, p.k, p.v, k8, v8);
   OnDevice d(p);
+  if (fp8) d.use_fp8(k8, v8);
   d.run({});
   const std::vector<uint16_t> all = d.result();
   const size_t per_row = static_cast<size_t>(p.shape.num_heads) * p.shape.head_dim;
@@ -248,7 +276,8 @@ TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
     for (int32_t r : list) {
       for (size_t i = 0; i < per_row; ++i) {
         if (got[r * per_row + i] != all[r * per_row + i]) {
-          ADD_FAILURE() << what << ": row " << r << " element " << i << " differs";
+          ADD_FAILURE() << (fp8 ? "fp8 " : "bf16 ") << what << ": row " << r << " element "
+                        << i << " differs";
           return;
         }
       }
@@ -272,12 +301,9 @@ TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
   cudaGraphExec_t exec;
   PACELINE_CUDA_CHECK(cudaMemsetAsync(d.out.as<void>(), 0xff, d.out.bytes(), stream));
   PACELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  {
-    cuda::LayerCache cache{d.k.as<cuda::bf16>(), d.v.as<cuda::bf16>(), p.block_size};
-    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
-        d.qkv.as<float>(), d.list_buf.as<int32_t>(), 64, p.splits, p.shape, d.rows.in(), cache,
-        d.acc.as<float>(), d.ml.as<float>(), d.out.as<cuda::bf16>(), stream));
-  }
+  PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
+      d.qkv.as<float>(), d.list_buf.as<int32_t>(), 64, p.splits, p.shape, d.rows.in(), d.cache(),
+      d.acc.as<float>(), d.ml.as<float>(), d.out.as<cuda::bf16>(), stream));
   PACELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   PACELINE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
@@ -286,6 +312,16 @@ TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
+  PACELINE_REQUIRE_GPU();
+  expect_rows_batch_invariant(false);
+}
+
+TEST(CudaDecodeAttention, Fp8RowsAreBatchInvariant) {
+  PACELINE_REQUIRE_GPU();
+  expect_rows_batch_invariant(true);
 }
 
 }  // namespace

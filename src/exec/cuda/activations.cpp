@@ -33,13 +33,16 @@ bool Activations::reserve(const ModelConfig& c, int64_t want_rows, int64_t want_
   bool moved = false;
   if (want_rows > rows) {
     const size_t n = grown(want_rows, rows);
+    // The GEMMs' operands hold gemm_buffer_rows: the cuBLASLt part of a call starts after the
+    // small-M rows and is padded from there.
+    const auto b = static_cast<size_t>(gemm_buffer_rows(static_cast<int64_t>(n)));
     const int64_t qkv_width = c.q_size() + 2 * c.kv_size();
-    residual.reserve(n * c.hidden_size * 4);
-    normed.reserve(n * c.hidden_size * 2);
-    qkv.reserve(n * qkv_width * 4);
-    attn.reserve(n * c.q_size() * 2);
-    gate_up.reserve(n * 2 * c.intermediate_size * 4);
-    act.reserve(n * c.intermediate_size * 2);
+    residual.reserve(b * c.hidden_size * 4);
+    normed.reserve(b * c.hidden_size * 2);
+    qkv.reserve(b * qkv_width * 4);
+    attn.reserve(b * c.q_size() * 2);
+    gate_up.reserve(b * 2 * c.intermediate_size * 4);
+    act.reserve(b * c.intermediate_size * 2);
     rows = static_cast<int64_t>(n);
     moved = true;
   }

@@ -6,10 +6,11 @@
 // the items of all rows and takes them in turn; a padding row or a short context has fewer
 // items, never idle blocks. A block's warps take the piece's 16-key tiles round-robin; each warp
 // copies its tiles with cp.async into its own shared-memory stages, whole 128-byte lines per
-// copy (attention_decode.cuh), one tile in flight while it computes the last. The group's query
-// heads share every K/V byte on the tensor cores. The block merges its warps' softmax states
-// into one piece (a row of one piece gets its output here); a second kernel merges the pieces
-// of each row (attention_decode_merge.cuh).
+// copy (attention_decode.cuh), one tile in flight while it computes the last (bf16), or three
+// (FP8: e4m3 tiles of half the bytes, widened to bf16 in registers as the fragments are read,
+// in the same shared memory). The group's query heads share every K/V byte on the tensor cores.
+// The block merges its warps' softmax states into one piece (a row of one piece gets its output
+// here); a second kernel merges the pieces of each row (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -22,8 +23,8 @@
 namespace paceline::cuda {
 namespace decode {
 
-// 168 registers for the production shape (ptxas, CUDA 13.0): three blocks per SM, as many as
-// its shared memory allows. A bound of three blocks made ptxas spill.
+// 168 registers for the production shape (ptxas, CUDA 13.0; 159 for FP8 with four stages): three
+// blocks per SM, as many as its shared memory allows. A bound of three blocks made ptxas spill.
 template <int HD, int WARPS, int STAGES, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
@@ -47,10 +48,9 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
   // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
   const float q_scale = rsqrtf(static_cast<float>(HD)) * 1.4426950408889634f;
-  // bf16: this warp's stage s is at my_stage + s * WARPS * kTileWords. FP8: my_stage is the warp's
-  // widened tile, and its raw stages follow every warp's widened tile.
-  uint32_t* my_stage = staging + warp * L::kTileWords;
-  uint32_t* my_raw = staging + WARPS * L::kTileWords + warp * STAGES * raw_tile_words<HD>();
+  // This warp's stage s is at my_stage + s * WARPS * kTile (an FP8 tile is half a bf16 one).
+  constexpr int kTile = tile_words<HD, FP8>();
+  uint32_t* my_stage = staging + warp * kTile;
   // Rows without keys (padding) get zeros, as the rest of the forward expects finite values.
   for (int pr = blockIdx.x; pr < num_rows; pr += gridDim.x) {
     if (info[pr].y > 0) continue;
@@ -89,10 +89,10 @@ __global__ void __launch_bounds__(WARPS * 32)
       if (j >= my_tiles) return;
       auto slot_from = [&](int key) { return __shfl_sync(kFull, slot, from + key); };
       if constexpr (FP8) {
-        copy_tile_fp8<HD>(my_raw + stage * raw_tile_words<HD>(), lane, cache.k8 + head_off,
+        copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8 + head_off,
                           cache.v8 + head_off, kv_size, slot_from);
       } else {
-        copy_tile<HD>(my_stage + stage * WARPS * L::kTileWords, lane, cache.k + head_off,
+        copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k + head_off,
                       cache.v + head_off, kv_size, slot_from);
       }
     };
@@ -134,14 +134,9 @@ __global__ void __launch_bounds__(WARPS * 32)
       issue(j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
       cp_async_commit();
       if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
-      const uint32_t* st = my_stage + (j % STAGES) * WARPS * L::kTileWords;
-      if constexpr (FP8) {
-        widen_tile<HD>(my_raw + (j % STAGES) * raw_tile_words<HD>(), my_stage, lane);
-        __syncwarp();  // every lane's widened chunks are in place
-        st = my_stage;
-      }
       const int tb = k0 + (warp + j * WARPS) * 16;
-      tile_update<HD>(st, lane, tb, k_end, qa, m_run, l_run, acc);
+      tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, k_end, qa, m_run,
+                           l_run, acc);
     }
     cp_async_wait<0>();
 
@@ -226,15 +221,16 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
   if (!decode::valid(shape, splits)) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaGetLastError();
   using decode::kStages;
+  using decode::kStagesFp8;
   using decode::kWarps;
   using decode::launch;
   if (cache.fp8()) {
     switch (shape.head_dim) {
-      case 16: return launch<16, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 32: return launch<32, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 64: return launch<64, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 128: return launch<128, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 256: return launch<256, kWarps, kStages, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 32: return launch<32, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 64: return launch<64, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 128: return launch<128, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 256: return launch<256, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
       default: return cudaErrorInvalidValue;
     }
   }

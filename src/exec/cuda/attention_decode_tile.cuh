@@ -10,22 +10,44 @@
 namespace paceline::cuda::decode {
 
 constexpr int kWarps = 4;   // per block; a piece is cut into rounds of kWarps 16-key tiles
-constexpr int kStages = 2;  // tiles in shared memory per warp: one in flight while one computes
+constexpr int kStages = 2;  // bf16 tiles per warp in shared memory: one copied, one computed
+// FP8 tiles per warp: a tile is half the bytes, so twice the tiles stay in flight (three while one
+// computes) in the bf16 kernel's shared memory (3 blocks per SM at head_dim 128).
+constexpr int kStagesFp8 = 4;
 constexpr int kMaxRowsPerLaunch = 512;  // bounds the row table in shared memory
 constexpr int kMaxKvHeads = 64;
 constexpr unsigned kFull = 0xffffffffu;
 
-// An FP8 cache's tile as copied: K and V each [16 keys][HD] bytes, unswizzled (half a bf16 tile).
+// An FP8 cache's tile in shared memory: K and V each [16 keys][HD] e4m3 bytes (half a bf16
+// tile), the 16-byte chunks of a key's row swizzled (chunk ^ k_swizzle(key), chunk ^
+// v_swizzle(key)) for the fragment reads of tile_update: lanes 0-15 of an 8-byte K read are keys
+// g = 0..3 at chunks 2i + c / 2, of a V read keys 2c + e at chunks 4i + g / 2, so the XORs by 0,
+// 2, 4, 6 put each half-warp on 32 different banks. The fragments are those of the bf16 tile
+// (HeadLayout), widened in registers.
 template <int HD>
-constexpr int raw_tile_words() {
-  return HeadLayout<HD>::kTileWords / 2;
+struct Fp8Layout {
+  static constexpr int kRowChunks = HD / 16;  // 16-byte chunks per key
+  static constexpr int kTileWords = HD * 8;   // 2 x 16 x HD bytes
+  static constexpr bool kSwizzle = kRowChunks >= 8;
+  __device__ static int k_swizzle(int key) { return kSwizzle ? (key & 3) << 1 : 0; }
+  __device__ static int v_swizzle(int key) { return kSwizzle ? ((key >> 1) & 3) << 1 : 0; }
+  // Byte of element `e` of key `key`, in the K region and in the V region (after K).
+  __device__ static int k_byte(int key, int e) {
+    return key * HD + ((e / 16) ^ k_swizzle(key)) * 16 + e % 16;
+  }
+  __device__ static int v_byte(int key, int e) {
+    return 16 * HD + key * HD + ((e / 16) ^ v_swizzle(key)) * 16 + e % 16;
+  }
+};
+
+template <int HD, bool FP8>
+constexpr int tile_words() {
+  return FP8 ? Fp8Layout<HD>::kTileWords : HeadLayout<HD>::kTileWords;
 }
-// bf16: STAGES tiles per warp. FP8: STAGES raw tiles per warp, and one bf16 tile per warp that
-// the raw tile in turn is widened into for the tensor cores.
+// STAGES tiles per warp, stage s of warp w at (s * WARPS + w) * tile_words.
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
 constexpr int staging_words() {
-  return FP8 ? WARPS * HeadLayout<HD>::kTileWords + STAGES * WARPS * raw_tile_words<HD>()
-             : STAGES * WARPS * HeadLayout<HD>::kTileWords;
+  return STAGES * WARPS * tile_words<HD, FP8>();
 }
 __host__ __device__ constexpr int prefix_ints(int rows) { return (rows + 1 + 3) / 4 * 4; }
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
@@ -95,14 +117,15 @@ __device__ __forceinline__ void copy_tile(uint32_t* st, int lane, const bf16* k_
   }
 }
 
-// An FP8 cache's copy of a tile into `raw` ([16][HD] bytes of K, then of V): 16-byte copies,
-// HD / 16 per key, consecutive lanes on consecutive chunks (whole lines per key, as above).
-// Every lane takes part in every slot_of shuffle.
+// An FP8 cache's copy of a tile into `raw` (Fp8Layout): 16-byte copies, HD / 16 per key,
+// consecutive lanes on consecutive chunks (whole lines per key, as above). Every lane takes part
+// in every slot_of shuffle.
 template <int HD, typename SlotOf>
 __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uint8_t* k_head,
                                               const uint8_t* v_head, int64_t kv_size,
                                               SlotOf slot_of) {
-  constexpr int kChunks = HD / 16;  // per key row
+  using F = Fp8Layout<HD>;
+  constexpr int kChunks = F::kRowChunks;
   constexpr int kTotal = 16 * kChunks;
   constexpr int kRowWords = HD / 4;
 #pragma unroll
@@ -112,36 +135,41 @@ __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uin
     const int chunk = i % kChunks;
     const int64_t at = static_cast<int64_t>(slot_of(key)) * kv_size + chunk * 16;
     if (i < kTotal) {
-      cp_async<16>(smem_address(raw + key * kRowWords + chunk * 4), k_head + at);
-      cp_async<16>(smem_address(raw + 16 * kRowWords + key * kRowWords + chunk * 4), v_head + at);
+      cp_async<16>(smem_address(raw + key * kRowWords + (chunk ^ F::k_swizzle(key)) * 4),
+                   k_head + at);
+      cp_async<16>(smem_address(raw + 16 * kRowWords + key * kRowWords +
+                                (chunk ^ F::v_swizzle(key)) * 4),
+                   v_head + at);
     }
   }
 }
 
-// Widens a warp's raw FP8 tile into the bf16 tile layout tile_update reads (the same swizzled
-// chunks copy_tile writes), exactly: every e4m3 value is a bf16 value.
-template <int HD>
-__device__ __forceinline__ void widen_tile(const uint32_t* raw, uint32_t* st, int lane) {
-  using L = HeadLayout<HD>;
-  constexpr int kChunks = HD / 16;
-  constexpr int kRawRowWords = HD / 4;
-  for (int i = lane; i < 2 * 16 * kChunks; i += 32) {
-    const int region = i / (16 * kChunks);  // 0: K, 1: V
-    const int key = (i % (16 * kChunks)) / kChunks;
-    const int c16 = i % kChunks;
-    const uint4 r = *reinterpret_cast<const uint4*>(raw + region * 16 * kRawRowWords +
-                                                    key * kRawRowWords + c16 * 4);
-    const int sw = region == 0 ? L::k_swizzle(key) : L::v_swizzle(key);
-    uint32_t* row = st + region * 16 * L::kRowWords + key * L::kRowWords;
-    *reinterpret_cast<uint4*>(row + ((2 * c16) ^ sw) * 4) = fp8x8_to_bf16x8(make_uint2(r.x, r.y));
-    *reinterpret_cast<uint4*>(row + ((2 * c16 + 1) ^ sw) * 4) = fp8x8_to_bf16x8(make_uint2(r.z, r.w));
+// N words (N = 1, 2 or 4) of bf16 pairs from 2N e4m3 bytes in shared memory, in order, exactly.
+template <int N>
+__device__ __forceinline__ void load_fp8_words(uint32_t* dst, const uint8_t* src) {
+  if constexpr (N == 4) {
+    const uint2 r = *reinterpret_cast<const uint2*>(src);
+    dst[0] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.x & 0xffffu));
+    dst[1] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.x >> 16));
+    dst[2] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.y & 0xffffu));
+    dst[3] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.y >> 16));
+  } else if constexpr (N == 2) {
+    const uint32_t r = *reinterpret_cast<const uint32_t*>(src);
+    dst[0] = fp8x2_to_bf16x2(static_cast<uint16_t>(r & 0xffffu));
+    dst[1] = fp8x2_to_bf16x2(static_cast<uint16_t>(r >> 16));
+  } else {
+    dst[0] = fp8x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(src));
   }
 }
 
 // One 16-key tile of a warp, staged at `st`: scores of the group's heads (row g of S is head
 // g), the online softmax in base 2, and o += p . v. Lane (g, c) keeps head g's running max and
 // its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
-template <int HD>
+//
+// FP8 (a tile of Fp8Layout): each lane reads the e4m3 bytes of the same fragments and widens them
+// in registers (exactly), so the tensor cores see the words the bf16 kernel reads from a bf16
+// tile of the widened values and the rest is the same code: the same bits.
+template <int HD, bool FP8 = false>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],
                                             float& m_run, float& l_run,
@@ -155,7 +183,13 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     uint32_t kw[L::kKWords];
 #pragma unroll
     for (int i = 0; i < L::kNK; ++i) {
-      load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
+      if constexpr (FP8) {
+        load_fp8_words<L::kCK>(kw + i * L::kCK,
+                               reinterpret_cast<const uint8_t*>(st) +
+                                   Fp8Layout<HD>::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
+      } else {
+        load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
+      }
     }
     s[half][0] = s[half][1] = s[half][2] = s[half][3] = 0.0f;
 #pragma unroll
@@ -190,14 +224,20 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
   const float a_lo = __shfl_sync(kFull, alpha, 8 * c);      // head 2c's lanes have g = 2c
   const float a_hi = __shfl_sync(kFull, alpha, 8 * c + 4);  // and head 2c + 1's, g = 2c + 1
 
-  const uint32_t* sv = st + 16 * L::kRowWords;
   uint32_t vw[4][L::kVWords];
 #pragma unroll
   for (int v = 0; v < 4; ++v) {
     const int key = (v / 2) * 8 + 2 * c + v % 2;
 #pragma unroll
     for (int i = 0; i < L::kNV; ++i) {
-      load_words<L::kCV>(vw[v] + i * L::kCV, sv + L::v_word(key, L::v_element(i * L::kCV, g)));
+      if constexpr (FP8) {
+        load_fp8_words<L::kCV>(vw[v] + i * L::kCV,
+                               reinterpret_cast<const uint8_t*>(st) +
+                                   Fp8Layout<HD>::v_byte(key, L::v_element(i * L::kCV, g)));
+      } else {
+        load_words<L::kCV>(vw[v] + i * L::kCV,
+                           st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
+      }
     }
   }
 #pragma unroll

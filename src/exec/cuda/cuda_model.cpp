@@ -27,6 +27,12 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
   inv_freq_ = DeviceBuffer(inv_freq.size() * sizeof(float));
   PACELINE_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), inv_freq.data(), inv_freq_.bytes(),
                                  cudaMemcpyHostToDevice));
+  // The small-M GEMM's workspace for every projection, now: a graph capture allocates nothing.
+  const int64_t qkv_width = config.q_size() + 2 * config.kv_size();
+  gemm_.reserve_small_m(config.hidden_size, qkv_width);
+  gemm_.reserve_small_m(config.q_size(), config.hidden_size);
+  gemm_.reserve_small_m(config.hidden_size, 2 * config.intermediate_size);
+  gemm_.reserve_small_m(config.intermediate_size, config.hidden_size);
 }
 
 AttentionShape CudaModel::attention_shape() const {
@@ -82,6 +88,9 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const AttentionShape shape = attention_shape();
   const RowInputs rows = in.row_inputs();
+  // The step's leading rows of one-token sequences: the small-M GEMM (gemm.h); lm_head keeps
+  // cuBLASLt for every logit row.
+  const int64_t small = in.small_gemm_rows();
   if (n.rows == 0) return;
 
   PACELINE_CUDA_CHECK(launch_embedding(rows.tokens, weights_.embed_tokens.as<bf16>(), hidden,
@@ -93,7 +102,7 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr, w.input_norm.as<float>(),
                                         hidden, eps, n.rows, a.normed.as<bf16>(), stream_));
     gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.qkv_proj.as<bf16>(), qkv_width,
-                  a.qkv.as<float>());
+                  a.qkv.as<float>(), 0.0f, small);
     PACELINE_CUDA_CHECK(launch_qk_norm_rope_store(
         a.qkv.as<float>(), n.rows, shape, c.qk_norm ? w.q_norm.as<float>() : nullptr,
         c.qk_norm ? w.k_norm.as<float>() : nullptr, eps, inv_freq_.as<float>(), rope_scale_, rows,
@@ -108,17 +117,17 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                                                    rows, cache, a.attn.as<bf16>(), stream_));
     }
     gemm_.run_f32(a.attn.as<bf16>(), n.rows, c.q_size(), w.o_proj.as<bf16>(), hidden,
-                  a.residual.as<float>(), 1.0f);
+                  a.residual.as<float>(), 1.0f, small);
     // MLP block.
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
                                         w.post_attention_norm.as<float>(), hidden, eps, n.rows,
                                         a.normed.as<bf16>(), stream_));
     gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
-                  a.gate_up.as<float>());
+                  a.gate_up.as<float>(), 0.0f, small);
     PACELINE_CUDA_CHECK(
         launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
     gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,
-                  a.residual.as<float>(), 1.0f);
+                  a.residual.as<float>(), 1.0f, small);
   }
   if (n.logits == 0) return;
   PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), in.logit_rows(),

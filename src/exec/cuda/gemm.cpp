@@ -7,13 +7,23 @@
 
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/gemm_small_m.h"
 
 namespace paceline::cuda {
+
+bool gemm_small_m_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PACELINE_GEMM_SMALL_M");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
 
 Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) {
   PACELINE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   const char* chunked = std::getenv("PACELINE_GEMM_CHUNKED");
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
+  small_m_ = gemm_small_m_enabled();
 }
 
 Gemm::~Gemm() {
@@ -31,12 +41,33 @@ Gemm::~Gemm() {
 }
 
 void Gemm::run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, float* y,
-                   float beta) {
-  run(x, rows, k, w, n, y, CUDA_R_32F, beta);
+                   float beta, int64_t small_rows) {
+  run(x, rows, k, w, n, y, CUDA_R_32F, beta, small_rows);
 }
 
-void Gemm::run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y) {
-  run(x, rows, k, w, n, y, CUDA_R_16BF, 0.0f);
+void Gemm::run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
+                    int64_t small_rows) {
+  run(x, rows, k, w, n, y, CUDA_R_16BF, 0.0f, small_rows);
+}
+
+void Gemm::reserve_small_m(int64_t k, int64_t n) {
+  if (!small_m_) return;
+  const auto ws = static_cast<size_t>(small_m_workspace_floats(k, n)) * sizeof(float);
+  const auto counters = static_cast<size_t>(small_m_counters(n)) * sizeof(int32_t);
+  if (ws <= small_workspace_.bytes() && counters <= small_counters_.bytes()) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  PACELINE_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    fail("small-M GEMM of k {} n {}: its workspace was not reserved before the CUDA graph capture",
+         k, n);
+  }
+  if (ws > small_workspace_.bytes()) small_workspace_.reserve(ws);
+  if (counters > small_counters_.bytes()) {
+    // Once, ahead of the calls on the stream: every call leaves the counters at zero.
+    small_counters_.reserve(counters);
+    PACELINE_CUDA_CHECK(
+        cudaMemsetAsync(small_counters_.as<void>(), 0, small_counters_.bytes(), stream_));
+  }
 }
 
 const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate) {
@@ -100,7 +131,27 @@ std::string Gemm::describe(int64_t k, int64_t n, bool accumulate) {
 }
 
 void Gemm::run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
-               cudaDataType_t y_type, float beta) {
+               cudaDataType_t y_type, float beta, int64_t small_rows) {
+  const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
+  int64_t first = 0;
+  if (small_m_ && small_rows > 0 && small_m_supported(k)) {
+    reserve_small_m(k, n);
+    first = std::min(small_rows, rows);
+    for (int64_t r = 0; r < first; r += kSmallMLaunchRows) {
+      PACELINE_CUDA_CHECK(launch_gemm_small_m(
+          x + r * k, static_cast<int>(std::min(kSmallMLaunchRows, first - r)), k, w, n,
+          static_cast<char*>(y) + static_cast<size_t>(r * n) * y_size, y_type == CUDA_R_16BF, beta,
+          small_workspace_.as<float>(), small_counters_.as<int32_t>(), stream_));
+    }
+  }
+  if (first < rows) {
+    run_cublas(x + first * k, rows - first, k, w, n,
+               static_cast<char*>(y) + static_cast<size_t>(first * n) * y_size, y_type, beta);
+  }
+}
+
+void Gemm::run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
+                      cudaDataType_t y_type, float beta) {
   const float alpha = 1.0f;
   const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
   Plan& p = const_cast<Plan&>(plan(k, n, y_type, beta != 0.0f));

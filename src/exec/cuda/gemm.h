@@ -16,6 +16,13 @@
 // chunked calls' bits while the weights are read once per call instead of once per 128 rows.
 // tests/cuda/cuda_gemm_test.cpp checks the bits on the model's shapes; PACELINE_GEMM_CHUNKED=1
 // brings the chunked calls back.
+//
+// Decode rows skip the 128-row padding: a call's first small_rows rows (the step's rows of
+// sequences with one new token, laid out first by step_inputs) go through the small-M kernel of
+// gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, and only the rest
+// through cuBLASLt. Each path gives a row the same bits for any row count, so a decode row has
+// the same bits in a pure decode step, a mixed step, eagerly and in a graph.
+// PACELINE_GEMM_SMALL_M=0 sends every row to cuBLASLt (and keeps the plan's row order), as before.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -31,6 +38,14 @@ namespace paceline::cuda {
 
 inline constexpr int64_t kGemmRows = 128;
 inline int64_t gemm_padded_rows(int64_t rows) { return (rows + kGemmRows - 1) / kGemmRows * kGemmRows; }
+// Rows a GEMM operand must hold for a call of `rows` rows: the cuBLASLt part starts after the
+// small-M rows and is padded to kGemmRows from there.
+inline int64_t gemm_buffer_rows(int64_t rows) {
+  return gemm_padded_rows(rows) + kGemmRows;
+}
+
+// Whether decode rows take the small-M kernel: PACELINE_GEMM_SMALL_M unset or not "0".
+bool gemm_small_m_enabled();
 
 class Gemm {
  public:
@@ -39,9 +54,18 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
+  // The first small_rows of the rows go through the small-M kernel (when enabled and k % 8 == 0;
+  // otherwise every row goes to cuBLASLt).
   void run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, float* y,
-               float beta = 0.0f);
-  void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y);
+               float beta = 0.0f, int64_t small_rows = 0);
+  void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
+                int64_t small_rows = 0);
+  // Allocates the small-M kernel's workspace for (k, n) now, so that no later call (in a graph
+  // capture) needs to; a call that would need more during a capture throws. Nothing when the
+  // small-M kernel is off.
+  void reserve_small_m(int64_t k, int64_t n);
+  void set_small_m(bool on) { small_m_ = on; }
+  bool small_m() const { return small_m_; }
 
   // One call over all the rows (the default) or one call per kGemmRows rows.
   void set_single_call(bool on) { single_call_ = on; }
@@ -65,13 +89,18 @@ class Gemm {
   std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t> layouts(Plan& p, int64_t rows);
   int64_t max_call_rows(Plan& p);
   void run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
-           cudaDataType_t y_type, float beta);
+           cudaDataType_t y_type, float beta, int64_t small_rows);
+  void run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
+                  cudaDataType_t y_type, float beta);
 
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;  // given explicitly so that graph capture allocates nothing
   std::map<Key, Plan> plans_;
   bool single_call_ = true;
+  bool small_m_ = true;
+  DeviceBuffer small_workspace_;  // float partial sums of split-K pieces
+  DeviceBuffer small_counters_;   // int32 per feature tile, zero between calls
 };
 
 }  // namespace paceline::cuda

@@ -5,11 +5,12 @@
 
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/gemm.h"
 
 namespace paceline::cuda {
 namespace {
 
-// Appends one sequence's rows and block table; returns its first row.
+// Appends one sequence's rows and block table (not its logit rows); returns its first row.
 int add_sequence(const ScheduledSeq& s, const StepLimits& lim, HostStep& h) {
   const auto n = static_cast<int64_t>(s.tokens.size());
   if (s.start_pos < 0) fail("request {}: start_pos {} is negative", s.request_id, s.start_pos);
@@ -48,34 +49,48 @@ int add_sequence(const ScheduledSeq& s, const StepLimits& lim, HostStep& h) {
                       pos % lim.block_size);
     h.row_seq.push_back(seq);
   }
+  return first_row;
+}
+
+void add_logit_rows(const ScheduledSeq& s, int first_row, HostStep& h) {
+  const auto n = static_cast<int64_t>(s.tokens.size());
   for (int64_t i = n - s.num_logits; i < n; ++i) {
     h.logit_rows.push_back(static_cast<int32_t>(first_row + i));
   }
-  return first_row;
 }
 
 }  // namespace
 
 HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim) {
   HostStep h;
-  for (const ScheduledSeq& s : plan.seqs) {
-    const int first_row = add_sequence(s, lim, h);
-    const auto n = static_cast<int>(s.tokens.size());
-    const auto seq = static_cast<int32_t>(h.seq_block_offset.size() - 1);
-    if (n <= lim.max_decode_tokens) {
-      for (int i = 0; i < n; ++i) h.decode_rows.push_back(first_row + i);
-    } else {
-      for (int t = 0; t < n; t += lim.prefill_tile_rows) {
-        h.tiles.insert(h.tiles.end(), {seq, first_row + t, std::min(lim.prefill_tile_rows, n - t)});
+  const bool small_first = gemm_small_m_enabled();
+  std::vector<int> first_rows(plan.seqs.size(), -1);
+  // Pass 0 lays out the one-token sequences (small-M GEMM rows), pass 1 the others.
+  for (int pass = small_first ? 0 : 1; pass < 2; ++pass) {
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      const ScheduledSeq& s = plan.seqs[i];
+      const auto n = static_cast<int>(s.tokens.size());
+      if (small_first && (n == 1) != (pass == 0)) continue;
+      const int first_row = first_rows[i] = add_sequence(s, lim, h);
+      const auto seq = static_cast<int32_t>(h.seq_block_offset.size() - 1);
+      if (n <= lim.max_decode_tokens) {
+        for (int r = 0; r < n; ++r) h.decode_rows.push_back(first_row + r);
+      } else {
+        for (int t = 0; t < n; t += lim.prefill_tile_rows) {
+          h.tiles.insert(h.tiles.end(),
+                         {seq, first_row + t, std::min(lim.prefill_tile_rows, n - t)});
+        }
       }
     }
+    if (pass == 0) h.small_gemm_rows = h.rows();
   }
+  for (size_t i = 0; i < plan.seqs.size(); ++i) add_logit_rows(plan.seqs[i], first_rows[i], h);
   return h;
 }
 
 HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padded) {
   HostStep h;
-  for (const ScheduledSeq& s : plan.seqs) add_sequence(s, lim, h);
+  for (const ScheduledSeq& s : plan.seqs) add_logit_rows(s, add_sequence(s, lim, h), h);
   while (h.rows() < padded) {
     h.tokens.push_back(0);
     h.positions.push_back(-1);
@@ -85,6 +100,7 @@ HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padde
     h.logit_rows.push_back(h.rows() - 1);
   }
   for (int r = 0; r < padded; ++r) h.decode_rows.push_back(r);
+  h.small_gemm_rows = gemm_small_m_enabled() ? padded : 0;
   return h;
 }
 
@@ -130,6 +146,7 @@ void StepBuffers::upload_fixed(const HostStep& step, cudaStream_t stream) {
 }
 
 void StepBuffers::copy(const HostStep& h, cudaStream_t stream) {
+  small_gemm_rows_ = h.small_gemm_rows;
   char* base = host_.as<char>();
   auto put = [&](size_t off, const auto& v) {
     if (!v.empty()) std::memcpy(base + off, v.data(), v.size() * sizeof(v[0]));

@@ -20,6 +20,9 @@ struct HostStep {
   std::vector<int32_t> logit_rows;   // rows whose logits the plan asks for, in output order
   std::vector<int32_t> decode_rows;  // rows of sequences with few tokens: the decode kernel
   std::vector<int32_t> tiles;        // [tiles][3]: the prefill kernel's work
+  // Rows [0, small_gemm_rows) are those of sequences with one token (decode): the GEMMs' small-M
+  // kernel takes them (gemm.h). host_step_from_plan lays those sequences out first.
+  int small_gemm_rows = 0;
   int rows() const { return static_cast<int>(tokens.size()); }
   int num_tiles() const { return static_cast<int>(tiles.size() / 3); }
 };
@@ -33,10 +36,13 @@ struct StepLimits {
 };
 
 // Validates the plan (tokens in the vocabulary, block tables covering the positions with ids
-// inside the cache, num_logits in range; errors name the request) and flattens it.
+// inside the cache, num_logits in range; errors name the request) and flattens it: the rows of
+// sequences with one token first (in plan order), then the others (in plan order), unless the
+// small-M GEMM is off (PACELINE_GEMM_SMALL_M=0: plan order). logit_rows stay in plan order.
 HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& limits);
 // The plan of a decode batch padded to `padded` rows: padding rows have position -1 (no keys),
-// slot -1 (no K/V write) and give logits that nobody reads. Every row is a decode row.
+// slot -1 (no K/V write) and give logits that nobody reads. Every row is a decode row, and every
+// row a small-M GEMM row.
 HostStep host_step_padded(const StepPlan& plan, const StepLimits& limits, int padded);
 
 // Device copy of a HostStep. Sections sit at offsets fixed by the capacities, so that a CUDA
@@ -55,6 +61,8 @@ class StepBuffers {
   const int32_t* logit_rows() const { return ptr<int32_t>(off_logit_rows_); }
   const int32_t* decode_rows() const { return ptr<int32_t>(off_decode_rows_); }
   const int32_t* tiles() const { return ptr<int32_t>(off_tiles_); }
+  // The uploaded step's small_gemm_rows (a host value: a graph captures it with its launches).
+  int small_gemm_rows() const { return small_gemm_rows_; }
 
  private:
   void layout(int cap_rows, int64_t cap_blocks);
@@ -64,6 +72,7 @@ class StepBuffers {
     return reinterpret_cast<const T*>(device_.as<char>() + offset);
   }
 
+  int small_gemm_rows_ = 0;
   int cap_rows_ = 0;
   int64_t cap_blocks_ = 0;
   size_t off_slots_ = 0, off_tokens_ = 0, off_positions_ = 0, off_row_seq_ = 0;

@@ -1,0 +1,83 @@
+// `paceline check --timing --decode-context N` as a user runs it, against the real binary: the
+// timed decode step decodes the token at position N, so N must be below the model's window
+// (max_position_embeddings); past it the check refuses before loading anything, naming the flag
+// and the largest value it takes. The rule comes before the device check, so it runs on a
+// machine without a GPU too.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+
+namespace paceline {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out;
+};
+
+Result run_binary(const std::string& args) {
+  const std::string cmd = std::string(PACELINE_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string timing_args(const std::string& model, long long context) {
+  const std::string flags =
+      " --load-format dummy --timing --skip-invariance --decode-batches 1 --prefill-lengths 16 "
+      "--repeats 1 --decode-context ";
+  return "check --device cuda --model " + testing::source_dir() + "/configs/models/" + model +
+         flags + std::to_string(context);
+}
+
+TEST(CheckCli, DecodeContextPastTheModelWindowIsRefused) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  // The YaRN model's window is 131,072 positions: position 131,072 is past it.
+  Result yarn = run_binary(timing_args("qwen3-8b-yarn.json", 131072));
+  EXPECT_EQ(yarn.rc, 1) << yarn.out;
+  EXPECT_NE(yarn.out.find("--decode-context 131072"), std::string::npos) << yarn.out;
+  EXPECT_NE(yarn.out.find("131072 positions (0 to 131071)"), std::string::npos) << yarn.out;
+  EXPECT_NE(yarn.out.find("the largest --decode-context it takes is 131071"), std::string::npos)
+      << yarn.out;
+  // Qwen3-8B without YaRN: 40,960.
+  Result plain = run_binary(timing_args("qwen3-8b.json", 40960));
+  EXPECT_EQ(plain.rc, 1) << plain.out;
+  EXPECT_NE(plain.out.find("the largest --decode-context it takes is 40959"), std::string::npos)
+      << plain.out;
+  Result zero = run_binary(timing_args("qwen3-8b.json", 0));
+  EXPECT_EQ(zero.rc, 1) << zero.out;
+  EXPECT_NE(zero.out.find("--decode-context must be at least 1"), std::string::npos) << zero.out;
+}
+
+TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  if (testing::gpu_present()) {
+    GTEST_SKIP() << "with a GPU the check would prefill four 128k contexts of Qwen3-8B";
+  }
+  // Without a GPU the check gets past the rule and stops at the device (or at the build's lack of
+  // CUDA): the error is about that, not about the context.
+  Result last = run_binary(timing_args("qwen3-8b-yarn.json", 131071));
+  EXPECT_EQ(last.rc, 1) << last.out;
+  EXPECT_EQ(last.out.find("--decode-context"), std::string::npos) << last.out;
+  EXPECT_NE(last.out.find("error"), std::string::npos) << last.out;
+}
+
+}  // namespace
+}  // namespace paceline
