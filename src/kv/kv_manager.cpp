@@ -140,6 +140,20 @@ void KvManager::drop_transfers() {
   pending_ = {};
 }
 
+void KvManager::forget_failed_loads(std::span<const BlockCopy> failed) {
+  for (const BlockCopy& c : failed) {
+    if (!host_) fail("a load from a host KV tier that does not exist failed");
+    host_->forget(c.host_block);
+  }
+  stats_.load_failures += static_cast<int64_t>(failed.size());
+  stats_.loaded_blocks -= static_cast<int64_t>(failed.size());
+}
+
+void KvManager::uncount_host_hit(int64_t num_tokens) {
+  stats_.prefix_hits -= num_tokens;
+  stats_.host_hits -= num_tokens;
+}
+
 int32_t KvManager::take_fresh_block() {
   if (!pool_.first_free()) fail("KV block pool exhausted: no free block");
   const int32_t victim = pick_victim(pool_);

@@ -45,6 +45,7 @@ struct KvStats {
   int64_t host_hits = 0;       // of the hits, tokens loaded back from the host tier
   int64_t stored_blocks = 0;   // GPU blocks copied to the host tier as they gave way
   int64_t loaded_blocks = 0;   // host blocks copied back
+  int64_t load_failures = 0;   // host blocks whose load failed (not counted in loaded_blocks)
 };
 
 // One block copied between the tiers.
@@ -91,6 +92,12 @@ class KvManager {
   // The copies planned since the last take_transfers() will not be made (no forward carries
   // them): the host blocks they were to fill forget their hashes.
   void drop_transfers();
+  // Loads of the last forward that did not land: their host blocks forget their hashes (what
+  // they hold is suspect, and no later prefix finds them), counted as failures, not as loads.
+  void forget_failed_loads(std::span<const BlockCopy> failed);
+  // A request's prefix hit shrank by `num_tokens` host-tier tokens (their loads failed): they
+  // are recomputed, no longer hits.
+  void uncount_host_hit(int64_t num_tokens);
   // The eviction key of a host block whose content the GPU holds too: the highest, first to go.
   static constexpr int64_t kRedundantKey = INT64_MAX;
 

@@ -88,6 +88,34 @@ TEST_F(HostTier, DroppedTransfersForgetTheStoresTheyPromised) {
   EXPECT_TRUE(kv.take_transfers().empty());
 }
 
+// A load that failed: its host block forgets the hash (nobody finds that prefix there again)
+// and counts as a failure, not a load; the hit's tokens from that block on are no hits.
+TEST_F(HostTier, AFailedLoadIsForgottenAndCountedAsAFailure) {
+  run_turn(kv, a);
+  run_turn(kv, b);
+  BlockTable seq;
+  const PrefixHit hit = kv.find_cached_prefix(seq, a);
+  ASSERT_EQ(hit.host_blocks.size(), 4u);
+  ASSERT_TRUE(kv.allocate_for(seq, 17, hit));
+  const KvTransfers t = kv.take_transfers();
+  ASSERT_EQ(t.loads.size(), 4u);
+  kv.forget_failed_loads(std::span(t.loads).subspan(2));  // A's blocks 2 and 3 did not arrive
+  kv.uncount_host_hit(8);
+  EXPECT_EQ(kv.stats().load_failures, 2);
+  EXPECT_EQ(kv.stats().loaded_blocks, 2);
+  EXPECT_EQ(kv.stats().host_hits, 8);
+  EXPECT_EQ(kv.stats().prefix_hits, 8);
+  EXPECT_FALSE(kv.host_pool()->is_cached(t.loads[2].host_block));
+  EXPECT_TRUE(kv.host_pool()->is_cached(t.loads[1].host_block));
+  kv.cache_computed_blocks(seq, a, 8);  // what arrived, published as the scheduler would
+  kv.free(seq);
+  kv.release_transfer_pins();
+  for (int32_t h = 0; h < 8; ++h) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
+  BlockTable again;
+  const PrefixHit later = kv.find_cached_prefix(again, a);
+  EXPECT_EQ(later.num_tokens, 8);  // A's first two blocks, no more
+}
+
 // A pass stores A's tail to the host for B, preempts B, then admits A again with a load of that
 // very tail; every row then goes, and the copies are dropped with a pinned block among them.
 TEST(HostTierDrop, ABlockStoredAndPinnedInTheSamePassIsDroppedCleanly) {
