@@ -30,7 +30,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, const Clock& clock)
                    .block_size = config.block_size,
                    .enable_prefix_caching = config.enable_prefix_caching,
                    .policy = config.kv_policy,
-                   .num_host_blocks = config.num_host_kv_blocks},
+                   .num_host_blocks = config.num_host_kv_blocks,
+                   .max_copy_blocks_per_step = config.kv_offloading_max_blocks_per_step},
           &clock) {
   cudagraph_sizes_ = config_.cudagraph_capture_sizes;
   if (cudagraph_sizes_.empty()) {
@@ -181,8 +182,11 @@ void Scheduler::recover_failed_loads(std::span<const BlockCopy> failed) {
         std::find_if(ids.begin(), ids.end(), [&](int32_t b) { return lost.contains(b); });
     const int64_t from = static_cast<int64_t>(it - ids.begin()) * config_.block_size;
     if (it == ids.end() || from >= r->num_computed_tokens) continue;
-    const int64_t recomputed = r->num_computed_tokens - from;
-    kv_.uncount_host_hit(recomputed);
+    // Host blocks not yet loaded (under the copy budget) are recomputed too.
+    const int64_t recomputed =
+        r->num_computed_tokens - from +
+        static_cast<int64_t>(r->blocks.pending_loads.size()) * config_.block_size;
+    kv_.uncount_host_hit(r->blocks, recomputed);
     if (r->num_preemptions == 0) r->num_cached_tokens -= recomputed;  // its first admission
     r->num_computed_tokens = from;
   }

@@ -108,6 +108,8 @@ class Scheduler {
 
   // schedule_pass.cpp: the pieces both compositions are built from.
   Pass build_pass();
+  void continue_allocations();
+  bool complete_one_allocation();
   void schedule_decodes(Pass& pass);
   void schedule_partial_prefills(Pass& pass);
   void admit_waiting(Pass& pass);

@@ -29,6 +29,7 @@ struct Variant {
   int64_t host_blocks = 0;  // a host KV tier of this many blocks
   AdmissionPolicy admission = AdmissionPolicy::kFcfs;
   int load_failure_percent = 0;  // of the host tier's loads, that fail (no forward then runs)
+  int64_t copy_budget = 0;       // --kv-offloading-max-blocks-per-step
 };
 
 void PrintTo(const Variant& v, std::ostream* os) {
@@ -60,6 +61,7 @@ class Simulation {
     c.enable_prefix_caching = v.prefix_caching;
     c.kv_policy = v.policy;
     c.num_host_kv_blocks = v.host_blocks;
+    c.kv_offloading_max_blocks_per_step = v.copy_budget;
     c.admission = v.admission;
     c.lpm_max_wait_ms = 20;  // 20 steps of the test's 1 ms clock
     c.long_prefill_token_threshold = v.long_prefill_threshold;
@@ -217,6 +219,12 @@ class Simulation {
       EXPECT_EQ(plan.padded_batch_size, padded_batch_size(scheduler_.cudagraph_capture_sizes(),
                                                           static_cast<int32_t>(plan.seqs.size())));
     }
+    // Admissions stay within the copy budget while a decode runs (alone, a reload may not).
+    if (c.kv_offloading_max_blocks_per_step > 0 && plan.kind != ForwardKind::kPrefill) {
+      EXPECT_LE(plan.kv_transfers.loads.size(),
+                static_cast<size_t>(c.kv_offloading_max_blocks_per_step))
+          << "loads beyond the copy budget";
+    }
     std::set<uint64_t> ids;
     for (const ScheduledSeq& s : plan.seqs) {
       EXPECT_TRUE(ids.insert(s.request_id).second) << "request twice in one plan";
@@ -343,7 +351,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"separate_reuse_host_load_failures", ScheduleKind::kSeparate, 0, 0, 0,
                               true, KvPolicy::kReuse, 24, AdmissionPolicy::kFcfs, 20},
                       Variant{"mixed_chunked_host_load_failures", ScheduleKind::kMixed, 0, 4, 16,
-                              true, KvPolicy::kLru, 24, AdmissionPolicy::kFcfs, 20}),
+                              true, KvPolicy::kLru, 24, AdmissionPolicy::kFcfs, 20},
+                      Variant{"separate_reuse_host_copy_budget", ScheduleKind::kSeparate, 0, 0, 0,
+                              true, KvPolicy::kReuse, 24, AdmissionPolicy::kFcfs, 0, 2},
+                      Variant{"mixed_lpm_host_copy_budget_load_failures", ScheduleKind::kMixed, 0,
+                              2, 16, true, KvPolicy::kReuse, 24, AdmissionPolicy::kLpm, 20, 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
