@@ -35,6 +35,11 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("--long-prefill-token-threshold", o.long_prefill_token_threshold,
                  "most prefill tokens one request computes per forward (0: the budget)")
       ->capture_default_str();
+  cmd.add_option("--kv-offloading-max-blocks-per-step", o.kv_offloading_max_blocks_per_step,
+                 "host KV tier: the most KV blocks one forward copies each way for admissions; "
+                 "a longer reload or store goes over several steps while the request waits and "
+                 "decodes go on (0: no cap)")
+      ->capture_default_str();
   cmd.add_option("--max-step-ms", o.max_step_ms,
                  "cut long prefills so that no forward is predicted to take longer (measured "
                  "step times; the cost model under sim); 0: off. Default: serve on the CPU "
@@ -93,6 +98,7 @@ ResolvedEngineConfig resolve_engine_options(const EngineOptions& o, int64_t mode
   c.admission = parse_admission_policy(o.schedule_policy);
   c.lpm_max_wait_ms = o.schedule_policy_max_wait_ms;
   c.long_prefill_token_threshold = o.long_prefill_token_threshold;
+  c.kv_offloading_max_blocks_per_step = o.kv_offloading_max_blocks_per_step;
   c.max_step_ms = o.max_step_ms.value_or(0);
   if (!o.cudagraph_capture_sizes.empty()) {
     c.cudagraph_capture_sizes = parse_cudagraph_capture_sizes(o.cudagraph_capture_sizes);

@@ -19,6 +19,7 @@ struct EngineOptions {
   std::string schedule_policy = "fcfs";
   double schedule_policy_max_wait_ms = 30000;
   int64_t long_prefill_token_threshold = 0;
+  int64_t kv_offloading_max_blocks_per_step = 0;
   // Unset: the front end's default (serve: kCpuMaxStepMs on the CPU, else off; sim: off).
   std::optional<double> max_step_ms;
   std::string cudagraph_capture_sizes;  // empty: the default list

@@ -195,6 +195,7 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"kv_cache_dtype", o.kv_cache_dtype},
       {"num_host_kv_blocks", sc.num_host_kv_blocks},
       {"host_kv_bandwidth_gbps", o.host_kv_bandwidth},
+      {"kv_offloading_max_blocks_per_step", sc.kv_offloading_max_blocks_per_step},
       {"max_model_len", sc.max_model_len},
       {"max_num_seqs", sc.max_num_seqs},
       {"max_num_batched_tokens", sc.max_num_batched_tokens},

@@ -131,8 +131,17 @@ void EngineCore::end_step(const OutputSink& deliver) {
     return;
   }
   const int64_t t0 = clock_.now_ns();
+  // A step whose loads failed ran no forward (the scheduler plans it again): its time is no
+  // forward's, for the fit or the step log.
+  const bool ran = step.result.failed_loads.empty();
+  if (!ran) {
+    spdlog::warn(
+        "step {}: {} KV block loads from the host tier failed; their tokens are "
+        "recomputed",
+        step.plan.step_id, step.result.failed_loads.size());
+  }
   // The step's measured time, before update() moves the requests on.
-  if (measured_cost_) measured_cost_->observe(step_work(step.plan), step.timing.execute_ns);
+  if (measured_cost_ && ran) measured_cost_->observe(step_work(step.plan), step.timing.execute_ns);
   std::vector<RequestOutput> outputs = scheduler_->update(step.plan, step.result);
   // Metrics first, so whoever sees a request finish also sees the gauges after its step, and
   // its latencies.
@@ -140,7 +149,7 @@ void EngineCore::end_step(const OutputSink& deliver) {
   observe_outputs(step.plan, outputs);
   for (const RequestOutput& out : outputs) deliver(out);
   log_delayer_stats();
-  if (step_log_) {
+  if (step_log_ && ran) {
     step.timing.host_ns += clock_.now_ns() - t0;
     step_log_->record(step.plan, step.timing);
   }

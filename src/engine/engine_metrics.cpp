@@ -71,6 +71,8 @@ EngineMetrics::EngineMetrics(MetricsRegistry& reg, const EngineMetricsShape& sha
       loaded_blocks_(&reg.counter("kv_offload_blocks_total",
                                   "KV blocks copied between the GPU and the host tier",
                                   {{"direction", "load"}})),
+      load_failures_(&reg.counter("kv_load_failures_total",
+                                  "KV blocks whose load from the host tier failed (recomputed)")),
       host_blocks_(&reg.gauge("kv_host_cache_blocks", "KV blocks of the host tier")),
       host_usage_(&reg.gauge("kv_host_cache_usage_perc",
                              "Fraction of the host tier's blocks holding a cached block (0-1)")),
@@ -117,6 +119,7 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
   add_delta(*host_hits_, s.prefix_cache_host_hits, last_.prefix_cache_host_hits);
   add_delta(*stored_blocks_, s.kv_stored_blocks, last_.kv_stored_blocks);
   add_delta(*loaded_blocks_, s.kv_loaded_blocks, last_.kv_loaded_blocks);
+  add_delta(*load_failures_, s.kv_load_failures, last_.kv_load_failures);
   add_delta(*finished_stop_, s.finished_stop, last_.finished_stop);
   add_delta(*finished_length_, s.finished_length, last_.finished_length);
   add_delta(*finished_abort_, s.finished_abort, last_.finished_abort);

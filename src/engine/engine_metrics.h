@@ -62,7 +62,7 @@ class EngineMetrics {
   Gauge *running_, *waiting_, *kv_usage_, *kv_blocks_;
   Counter *queries_, *hits_, *prompt_tokens_, *generation_tokens_, *preemptions_;
   // The host KV tier (--kv-offloading-size): hits served from it, blocks copied each way.
-  Counter *host_hits_, *stored_blocks_, *loaded_blocks_;
+  Counter *host_hits_, *stored_blocks_, *loaded_blocks_, *load_failures_;
   Gauge *host_blocks_, *host_usage_;
   Counter *finished_stop_, *finished_length_, *finished_abort_;
   RequestMetrics requests_;

@@ -83,14 +83,20 @@ void BlockPool::mark_wanted(int32_t block, int64_t evict_key) {
   by_idle_.insert({kWanted, -depth_[block], block});
 }
 
+void BlockPool::forget(int32_t block) {
+  if (!hashed_.at(block)) return;
+  const bool free = ref_[block] == 0;
+  if (free) unlink(block);  // while still hashed, so a ranked pool forgets its key
+  cache_.erase(hash_[block], block);
+  hashed_[block] = 0;
+  if (free) link_before(block, next_[sentinel()]);
+}
+
 int64_t BlockPool::evict_free_cached() {
   int64_t dropped = 0;
   for (int32_t b = 0; b < sentinel(); ++b) {
     if (ref_[b] != 0 || !hashed_[b]) continue;
-    unlink(b);  // while still hashed, so a ranked pool forgets its key
-    cache_.erase(hash_[b], b);
-    hashed_[b] = 0;
-    link_before(b, next_[sentinel()]);
+    forget(b);
     ++dropped;
   }
   return dropped;

@@ -51,6 +51,9 @@ class BlockPool {
   // `evict_key` (the lower of two, when two requests want it) and is no longer idle
   // (longest_idle_free skips it) until it is released again. Nothing for any other block.
   void mark_wanted(int32_t block, int64_t evict_key);
+  // Drops the hash of `block`, in use or free (a free one moves to the head of the free queue,
+  // as an unhashed block): what it holds can no longer be found. Nothing for an unhashed block.
+  void forget(int32_t block);
   // Drops the hash of every free cached block (they move to the head of the free queue, as
   // unhashed blocks); blocks in use keep theirs, so the requests holding them lose nothing.
   // Returns how many were dropped. For POST /reset_prefix_cache.

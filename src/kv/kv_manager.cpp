@@ -32,7 +32,7 @@ void KvManager::set_oracle(NextUseOracle* oracle) {
 }
 
 double KvManager::usage() const {
-  return static_cast<double>(pool_.num_blocks() - pool_.num_free()) /
+  return static_cast<double>(pool_.num_blocks() - pool_.num_free() + reserved_) /
          static_cast<double>(pool_.num_blocks());
 }
 
@@ -77,18 +77,19 @@ int64_t KvManager::free_blocks_needed(const BlockTable& seq, int64_t num_tokens,
 
 bool KvManager::can_allocate(const BlockTable& seq, int64_t num_tokens,
                              const PrefixHit& hit) const {
-  return free_blocks_needed(seq, num_tokens, hit) <= pool_.num_free();
+  return free_blocks_needed(seq, num_tokens, hit) <= pool_.num_free() - reserved_;
 }
 
-bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHit& hit) {
+bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHit& hit,
+                             bool capped) {
+  if (!seq.complete()) fail("KV allocation for a sequence still holding blocks in reserve");
   if (!can_allocate(seq, num_tokens, hit)) return false;
   const int64_t fresh = num_new_blocks(seq, num_tokens, hit);
   if (seq.empty()) {
-    // Pinned first: the stores of this allocation's evictions must not take them.
-    for (int32_t b : hit.host_blocks) {
-      host_->acquire(b);
-      pinned_host_.push_back(b);
-    }
+    // Pinned first: the stores of this allocation's evictions must not take them. Loaded in
+    // order: the last one is at the front.
+    seq.pending_loads.assign(hit.host_blocks.rbegin(), hit.host_blocks.rend());
+    for (int32_t b : hit.host_blocks) host_->acquire(b);
     if (!hit.blocks.empty()) observe_return(pool_, hit.blocks.back(), now_ns());
     for (int32_t b : hit.blocks) {
       pool_.acquire(b);
@@ -101,43 +102,79 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
       stats_.host_hits += static_cast<int64_t>(hit.host_blocks.size()) * config_.block_size;
     }
   }
-  const size_t loads = seq.ids.size() == hit.blocks.size() ? hit.host_blocks.size() : 0;
-  for (int64_t i = 0; i < fresh; ++i) {
-    const int32_t b = take_fresh_block();
-    seq.ids.push_back(b);
-    if (static_cast<size_t>(i) < loads) {
-      pending_.loads.push_back({b, hit.host_blocks[static_cast<size_t>(i)]});
-      ++stats_.loaded_blocks;
-    }
-  }
+  seq.num_reserved = fresh;
+  reserved_ += fresh;
+  take_reserved(seq, capped);
   return true;
 }
 
-KvTransfers KvManager::take_transfers() { return std::exchange(pending_, {}); }
+int64_t KvManager::continue_allocation(BlockTable& seq, bool capped) {
+  return take_reserved(seq, capped);
+}
 
-void KvManager::release_transfer_pins() { unpin_host_blocks(/*loaded=*/true); }
+bool KvManager::copy_budget_spent() const {
+  const int64_t cap = config_.max_copy_blocks_per_step;
+  return cap > 0 &&
+         static_cast<int64_t>(std::max(pending_.stores.size(), pending_.loads.size())) >= cap;
+}
+
+int64_t KvManager::take_reserved(BlockTable& seq, bool capped) {
+  int64_t loads = 0;
+  // Each block adds at most one copy each way (its load, the store of what it evicts).
+  while (seq.num_reserved > 0 && !(capped && copy_budget_spent())) {
+    --seq.num_reserved;
+    --reserved_;
+    const int32_t b = take_fresh_block();
+    seq.ids.push_back(b);
+    if (seq.pending_loads.empty()) continue;
+    const int32_t h = seq.pending_loads.back();
+    seq.pending_loads.pop_back();
+    pending_.loads.push_back({b, h});
+    pinned_host_.push_back(h);
+    ++stats_.loaded_blocks;
+    ++loads;
+  }
+  return loads;
+}
+
+KvTransfers KvManager::take_transfers() {
+  in_flight_pins_.insert(in_flight_pins_.end(), pinned_host_.begin(), pinned_host_.end());
+  pinned_host_.clear();
+  return std::exchange(pending_, {});
+}
 
 // A host block that a forward has loaded into the GPU is redundant while the GPU holds the block:
 // under a ranked policy it gives way first, so the two tiers hold different blocks (an exclusive
 // hierarchy, 1.5M tokens instead of the GPU's 0.8M plus copies of the same). If the GPU's block
 // gives way while the host copy is still there, store_to_host ranks the copy again.
-void KvManager::unpin_host_blocks(bool loaded) {
-  const bool demote = loaded && config_.policy != KvPolicy::kLru;
-  for (int32_t b : pinned_host_) {
+void KvManager::release_transfer_pins() {
+  const bool demote = config_.policy != KvPolicy::kLru;
+  for (int32_t b : in_flight_pins_) {
     host_->release(b, host_->released_ns(b), demote ? kRedundantKey : host_->evict_key(b));
   }
-  pinned_host_.clear();
+  in_flight_pins_.clear();
 }
 
-void KvManager::drop_transfers() {
-  unpin_host_blocks(/*loaded=*/false);  // no forward will read them; a store's block may be among them
-  for (const BlockCopy& c : pending_.stores) {
-    host_->allocate(c.host_block);  // drops the hash its content never reached
-    host_->release(c.host_block);
+void KvManager::forget_failed_loads(std::span<const BlockCopy> failed) {
+  for (const BlockCopy& c : failed) {
+    if (!host_) fail("a load from a host KV tier that does not exist failed");
+    host_->forget(c.host_block);
   }
-  stats_.stored_blocks -= static_cast<int64_t>(pending_.stores.size());
-  stats_.loaded_blocks -= static_cast<int64_t>(pending_.loads.size());
-  pending_ = {};
+  stats_.load_failures += static_cast<int64_t>(failed.size());
+  stats_.loaded_blocks -= static_cast<int64_t>(failed.size());
+}
+
+void KvManager::uncount_host_hit(BlockTable& seq, int64_t num_tokens) {
+  stats_.prefix_hits -= num_tokens;
+  stats_.host_hits -= num_tokens;
+  unpin_pending_loads(seq);
+}
+
+void KvManager::unpin_pending_loads(BlockTable& seq) {
+  for (int32_t h : seq.pending_loads) {  // never loaded: as they were
+    host_->release(h, host_->released_ns(h), host_->evict_key(h));
+  }
+  seq.pending_loads.clear();
 }
 
 int32_t KvManager::take_fresh_block() {
@@ -270,6 +307,9 @@ int64_t KvManager::reset_prefix_cache() {
 
 void KvManager::free(BlockTable& seq) {
   const int64_t now = now_ns();
+  unpin_pending_loads(seq);
+  reserved_ -= seq.num_reserved;
+  seq.num_reserved = 0;
   for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) {
     pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it) : 0);
   }

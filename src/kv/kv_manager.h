@@ -28,6 +28,11 @@ struct KvConfig {
   // Blocks of the host-memory tier (--kv-offloading-size); 0: no tier. A cached block that
   // gives way on the GPU is stored there, and a prefix that continues there is loaded back.
   int64_t num_host_blocks = 0;
+  // --kv-offloading-max-blocks-per-step: the most blocks one forward copies in either direction
+  // for admissions; an admission's blocks beyond it are taken (and loaded or stored) over the
+  // next steps (continue_allocation). 0: no cap. Blocks a running sequence grows by are never
+  // held back.
+  int64_t max_copy_blocks_per_step = 0;
 };
 
 // Cached blocks found for a sequence's prefix: not yet taken; allocate_for takes them.
@@ -45,6 +50,7 @@ struct KvStats {
   int64_t host_hits = 0;       // of the hits, tokens loaded back from the host tier
   int64_t stored_blocks = 0;   // GPU blocks copied to the host tier as they gave way
   int64_t loaded_blocks = 0;   // host blocks copied back
+  int64_t load_failures = 0;   // host blocks whose load failed (not counted in loaded_blocks)
 };
 
 // One block copied between the tiers.
@@ -76,7 +82,7 @@ class KvManager {
   int64_t block_size() const { return config_.block_size; }
   int64_t num_blocks() const { return pool_.num_blocks(); }
   int64_t num_free_blocks() const { return pool_.num_free(); }
-  // Used blocks / total blocks; cached-but-free blocks count as free.
+  // Used (or reserved) blocks / total blocks; cached-but-free blocks count as free.
   double usage() const;
   const KvStats& stats() const { return stats_; }
   const BlockPool& pool() const { return pool_; }
@@ -84,13 +90,19 @@ class KvManager {
   const BlockPool* host_pool() const { return host_.get(); }
 
   // The copies planned since the last call, for the forward being planned; the host blocks they
-  // load from stay pinned until release_transfer_pins().
+  // load from stay pinned until release_transfer_pins(). Copies planned while no forward takes
+  // them (a pass that planned no row) wait for the next one: nothing writes a block before the
+  // forward that carries its copies, and within it the copies go first.
   KvTransfers take_transfers();
   // The forward that made the copies is over (done or failed): their host blocks may give way.
   void release_transfer_pins();
-  // The copies planned since the last take_transfers() will not be made (no forward carries
-  // them): the host blocks they were to fill forget their hashes.
-  void drop_transfers();
+  // Loads of the last forward that did not land: their host blocks forget their hashes (what
+  // they hold is suspect, and no later prefix finds them), counted as failures, not as loads.
+  void forget_failed_loads(std::span<const BlockCopy> failed);
+  // A request's prefix hit shrank by `num_tokens` host-tier tokens (their loads failed): they
+  // are recomputed, no longer hits. The loads of `seq` not yet planned are not made either: its
+  // reserved blocks come fresh.
+  void uncount_host_hit(BlockTable& seq, int64_t num_tokens);
   // The eviction key of a host block whose content the GPU holds too: the highest, first to go.
   static constexpr int64_t kRedundantKey = INT64_MAX;
 
@@ -117,8 +129,16 @@ class KvManager {
   // Whether allocate_for would succeed now.
   bool can_allocate(const BlockTable& seq, int64_t num_tokens, const PrefixHit& hit = {}) const;
   // Grows `seq` to cover positions [0, num_tokens): first the hit's blocks (only when `seq` is
-  // empty), then fresh ones. All or nothing: false leaves everything unchanged.
-  [[nodiscard]] bool allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHit& hit = {});
+  // empty), then fresh ones. All or nothing: false leaves everything unchanged. An admission
+  // (`capped`) takes fresh blocks only while this step's copies stay under the copy budget and
+  // holds the rest in reserve (seq.complete() is then false); `seq` must be complete.
+  [[nodiscard]] bool allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHit& hit = {},
+                                  bool capped = false);
+  // Takes more of `seq`'s reserve, while this step's copies stay under the budget (or all of
+  // it, uncapped). Returns the blocks loaded from the host tier: their tokens are now cached.
+  int64_t continue_allocation(BlockTable& seq, bool capped = true);
+  // Blocks admissions hold in reserve: as good as in use for every other allocation.
+  int64_t num_reserved_blocks() const { return reserved_; }
   // Publishes the blocks of `seq` that are now full of computed tokens: positions
   // [0, num_computed_tokens) hold KV for tokens[0, num_computed_tokens).
   void cache_computed_blocks(BlockTable& seq, std::span<const int32_t> tokens,
@@ -138,12 +158,16 @@ class KvManager {
   int64_t now_ns() const { return clock_ ? clock_->now_ns() : 0; }
   // A fresh block, evicting the cached block the policy gives up (stored to the host tier first).
   int32_t take_fresh_block();
+  // Takes reserved blocks of `seq` (loading the pending ones); returns the loads planned.
+  int64_t take_reserved(BlockTable& seq, bool capped);
+  // Whether this step's copies have reached the budget.
+  bool copy_budget_spent() const;
+  void unpin_pending_loads(BlockTable& seq);
   int32_t pick_victim(const BlockPool& pool) const;
   void store_to_host(int32_t gpu_block);
   // A request found `block` (its prefix's last resident block) at `at_ns`: a reuse gap, unless
   // the block is in use or was already wanted.
   void observe_return(const BlockPool& pool, int32_t block, int64_t at_ns);
-  void unpin_host_blocks(bool loaded);
   // The eviction key of a block about to be freed (higher goes first).
   int64_t evict_key(int32_t block) const;
 
@@ -155,7 +179,9 @@ class KvManager {
   NextUseOracle* oracle_ = nullptr;
   std::unique_ptr<BlockPool> host_;
   KvTransfers pending_;
-  std::vector<int32_t> pinned_host_;
+  std::vector<int32_t> pinned_host_;     // read by the loads in pending_
+  std::vector<int32_t> in_flight_pins_;  // read by the loads take_transfers() handed out
+  int64_t reserved_ = 0;
 };
 
 }  // namespace paceline

@@ -26,11 +26,34 @@ StepPlan Scheduler::schedule() {
   // idles on an empty plan until a new request comes (the simulator for good), so the pass is
   // planned once more, for what is left.
   if (pass.rows.empty() && pass.preempted) pass = build_pass();
+  // Nothing else runs: the copy budget protects no one, so the oldest admission still taking
+  // its blocks takes them all now and prefills in this forward.
+  if (pass.rows.empty() && complete_one_allocation()) pass = build_pass();
   return make_plan(pass);
+}
+
+// Admissions still taking their blocks under the copy budget go on, oldest first; a request
+// whose loads are all planned has its tokens up to them cached.
+void Scheduler::continue_allocations() {
+  for (Request* r : running_) {
+    if (r->blocks.complete()) continue;
+    r->num_computed_tokens += kv_.continue_allocation(r->blocks) * config_.block_size;
+  }
+}
+
+bool Scheduler::complete_one_allocation() {
+  for (Request* r : running_) {
+    if (r->blocks.complete()) continue;
+    r->num_computed_tokens +=
+        kv_.continue_allocation(r->blocks, /*capped=*/false) * config_.block_size;
+    return true;
+  }
+  return false;
 }
 
 Scheduler::Pass Scheduler::build_pass() {
   const bool prefill_allowed = allow_prefill();  // the delayer's one question, before anything
+  continue_allocations();
   Pass pass;
   pass.budget = config_.max_num_batched_tokens;
   // A pass that preempted admits nobody: what it freed goes to the requests already running.
@@ -67,7 +90,7 @@ void Scheduler::schedule_decodes(Pass& pass) {
 void Scheduler::schedule_partial_prefills(Pass& pass) {
   for (size_t i = 0; i < running_.size() && pass.budget > 0; ++i) {
     Request& r = *running_[i];
-    if (!r.in_prefill()) continue;
+    if (!r.in_prefill() || !r.blocks.complete()) continue;  // not yet: its copies are under way
     const int64_t n = time_bounded_chunk(
         r, r.num_computed_tokens,
         prefill_chunk(r.prefill_end - r.num_computed_tokens, pass.budget), pass);
@@ -127,17 +150,21 @@ Scheduler::Admit Scheduler::try_admit(Request& r, const PrefixHit& probed, Pass&
       r, hit.num_tokens, prefill_chunk(r.num_tokens() - hit.num_tokens, pass.budget), pass);
   if (n == 0) return Admit::kNoBudget;
   // Blocks for the whole prompt, not just the first chunk: later chunks then never preempt,
-  // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule).
-  if (!kv_.allocate_for(r.blocks, r.num_tokens(), hit)) return Admit::kNoKv;
+  // and a prompt is not admitted into a cache that cannot finish it (nano-vllm's rule). Under
+  // the copy budget some may be held in reserve, taken over the next passes; the request then
+  // has no row until it has them all (its loads planned).
+  if (!kv_.allocate_for(r.blocks, r.num_tokens(), hit, /*capped=*/true)) return Admit::kNoKv;
   if (!r.admitted_before()) {
     r.first_scheduled_ns = clock_.now_ns();
     r.num_cached_tokens = hit.num_tokens;
     totals_.prompt_tokens += r.num_prompt_tokens;
   }
   r.status = RequestStatus::kRunning;
-  r.num_computed_tokens = hit.num_tokens;
+  r.num_computed_tokens =
+      hit.num_tokens - static_cast<int64_t>(r.blocks.pending_loads.size()) * config_.block_size;
   r.prefill_end = r.num_tokens();
   running_.push_back(&r);
+  if (!r.blocks.complete()) return Admit::kAdmitted;
   pass.rows.push_back({&r, n, true});
   pass.budget -= n;
   return Admit::kAdmitted;
@@ -197,10 +224,7 @@ int64_t Scheduler::decode_tokens(const Request& r) const {
 
 StepPlan Scheduler::make_plan(const Pass& pass) {
   StepPlan plan;
-  if (pass.rows.empty()) {
-    kv_.drop_transfers();  // no forward will make them (every row got preempted)
-    return plan;
-  }
+  if (pass.rows.empty()) return plan;  // its copies, if any, go with the next forward
   plan.kv_transfers = kv_.take_transfers();
   plan.step_id = next_step_id_++;
   const bool prefill = pass.has_prefill(), decode = pass.has_decode();

@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "base/error.h"
 #include "sched/cudagraph_sizes.h"
@@ -29,7 +30,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, const Clock& clock)
                    .block_size = config.block_size,
                    .enable_prefix_caching = config.enable_prefix_caching,
                    .policy = config.kv_policy,
-                   .num_host_blocks = config.num_host_kv_blocks},
+                   .num_host_blocks = config.num_host_kv_blocks,
+                   .max_copy_blocks_per_step = config.kv_offloading_max_blocks_per_step},
           &clock) {
   cudagraph_sizes_ = config_.cudagraph_capture_sizes;
   if (cudagraph_sizes_.empty()) {
@@ -109,6 +111,10 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
          plan.seqs.size());
   }
   in_flight_step_.reset();
+  if (!result.failed_loads.empty()) {
+    recover_failed_loads(result.failed_loads);
+    return outputs;
+  }
   if (delayer_ && plan.kind != ForwardKind::kDecode) delayer_->on_prefill_ran();
   const uint64_t step_seed = spec_step_seed(config_.seed, plan.step_id);
 
@@ -158,6 +164,32 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     if (out.finished) requests_.erase(out.request_id);
   }
   return outputs;
+}
+
+// No forward ran. A request whose computed prefix covers a block whose load failed goes back to
+// the first such block: those tokens are prefilled again, no longer a prefix hit. Fresh blocks
+// are never shared, so only the request that owns a load's target can be covering it.
+void Scheduler::recover_failed_loads(std::span<const BlockCopy> failed) {
+  kv_.forget_failed_loads(failed);
+  const std::unordered_set<int32_t> lost = [&] {
+    std::unordered_set<int32_t> blocks;
+    for (const BlockCopy& c : failed) blocks.insert(c.gpu_block);
+    return blocks;
+  }();
+  for (Request* r : running_) {
+    const std::vector<int32_t>& ids = r->blocks.ids;
+    const auto it =
+        std::find_if(ids.begin(), ids.end(), [&](int32_t b) { return lost.contains(b); });
+    const int64_t from = static_cast<int64_t>(it - ids.begin()) * config_.block_size;
+    if (it == ids.end() || from >= r->num_computed_tokens) continue;
+    // Host blocks not yet loaded (under the copy budget) are recomputed too.
+    const int64_t recomputed =
+        r->num_computed_tokens - from +
+        static_cast<int64_t>(r->blocks.pending_loads.size()) * config_.block_size;
+    kv_.uncount_host_hit(r->blocks, recomputed);
+    if (r->num_preemptions == 0) r->num_cached_tokens -= recomputed;  // its first admission
+    r->num_computed_tokens = from;
+  }
 }
 
 // Commits the first num_tokens sampled tokens of a row, stopping early at a stop condition. A
@@ -216,6 +248,7 @@ SchedulerStats Scheduler::stats() const {
   s.prefix_cache_host_hits = kv_.stats().host_hits;
   s.kv_stored_blocks = kv_.stats().stored_blocks;
   s.kv_loaded_blocks = kv_.stats().loaded_blocks;
+  s.kv_load_failures = kv_.stats().load_failures;
   if (const BlockPool* host = kv_.host_pool()) {
     s.num_host_kv_blocks = host->num_blocks();
     s.num_host_kv_cached = host->num_cached();

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct SchedulerStats {
   int64_t prefix_cache_host_hits = 0;  // tokens loaded back from the host tier
   int64_t kv_stored_blocks = 0;        // GPU blocks copied to the host tier
   int64_t kv_loaded_blocks = 0;        // host blocks copied back
+  int64_t kv_load_failures = 0;        // host blocks whose load failed (recomputed instead)
   int64_t num_host_kv_blocks = 0;      // the host tier's size (0: none)
   int64_t num_host_kv_cached = 0;      // of those, holding a cached block
   int64_t prompt_tokens = 0;         // prompt tokens of requests at their first admission
@@ -65,6 +67,9 @@ class Scheduler {
   StepPlan schedule();
   // Applies an executed plan: advances computed tokens, commits sampled tokens, applies stop
   // conditions and frees finished requests. One output per request that got tokens or finished.
+  // A result with failed loads (the executor ran no forward) advances nothing: the host tier
+  // forgets those blocks, each request that was to read one recomputes from the first block it
+  // lacks, and the next plans run every row again.
   std::vector<RequestOutput> update(const StepPlan& plan, const StepResult& result);
 
   bool has_unfinished() const { return !requests_.empty(); }
@@ -103,6 +108,8 @@ class Scheduler {
 
   // schedule_pass.cpp: the pieces both compositions are built from.
   Pass build_pass();
+  void continue_allocations();
+  bool complete_one_allocation();
   void schedule_decodes(Pass& pass);
   void schedule_partial_prefills(Pass& pass);
   void admit_waiting(Pass& pass);
@@ -126,6 +133,7 @@ class Scheduler {
   void commit(Request& request, const SeqResult& result, int64_t num_tokens, bool decode,
               RequestOutput& out);
   void release(Request& request);
+  void recover_failed_loads(std::span<const BlockCopy> failed);
   uint64_t sampling_seed(const Request& request) const;
 
   SchedulerConfig config_;

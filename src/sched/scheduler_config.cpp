@@ -40,6 +40,10 @@ void SchedulerConfig::validate() const {
   if (max_model_len < 1) fail("--max-model-len must be at least 1 (got {})", max_model_len);
   if (block_size < 1) fail("--block-size must be at least 1 (got {})", block_size);
   if (num_kv_blocks < 1) fail("the KV cache must hold at least one block (got {})", num_kv_blocks);
+  if (kv_offloading_max_blocks_per_step < 0) {
+    fail("--kv-offloading-max-blocks-per-step must be 0 (no cap) or more (got {})",
+         kv_offloading_max_blocks_per_step);
+  }
   if (long_prefill_token_threshold < 0) {
     fail("--long-prefill-token-threshold must be 0 or more (got {})", long_prefill_token_threshold);
   }

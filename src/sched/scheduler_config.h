@@ -43,6 +43,8 @@ struct SchedulerConfig {
   int64_t block_size = 16;                 // --block-size
   int64_t num_kv_blocks = 0;               // what the executor's KV memory holds; required
   int64_t num_host_kv_blocks = 0;          // --kv-offloading-size in blocks; 0: no host tier
+  // --kv-offloading-max-blocks-per-step: KvConfig::max_copy_blocks_per_step; 0: no cap.
+  int64_t kv_offloading_max_blocks_per_step = 0;
   bool enable_prefix_caching = true;       // --enable-prefix-caching / --no-enable-prefix-caching
   KvPolicy kv_policy = KvPolicy::kLru;     // --kv-policy: which cached block gives way
   ScheduleKind schedule = ScheduleKind::kSeparate;  // --schedule

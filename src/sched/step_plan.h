@@ -86,6 +86,10 @@ struct StepResult {
   uint64_t step_id = 0;
   std::vector<SeqResult> seqs;  // same order as StepPlan::seqs
   int64_t step_time_ns = 0;     // measured, or predicted by the simulator
+  // Loads of the plan's kv_transfers that did not land (a failed copy). When there is any, the
+  // executor ran no forward: every row is there without tokens, and the scheduler plans the
+  // step again without the KV that is missing (Scheduler::update).
+  std::vector<BlockCopy> failed_loads = {};
 };
 
 }  // namespace paceline

@@ -37,6 +37,7 @@ SchedulerStats total_engine_stats(const std::vector<ReplicaStats>& replicas) {
     t.prefix_cache_host_hits += e.prefix_cache_host_hits;
     t.kv_stored_blocks += e.kv_stored_blocks;
     t.kv_loaded_blocks += e.kv_loaded_blocks;
+    t.kv_load_failures += e.kv_load_failures;
     t.num_host_kv_blocks += e.num_host_kv_blocks;
     t.num_host_kv_cached += e.num_host_kv_cached;
     t.prompt_tokens += e.prompt_tokens;

@@ -212,6 +212,7 @@ nlohmann::json sim_engine_json(const SimRun& run) {
       {"host_kv_cached_blocks", e.num_host_kv_cached},
       {"kv_stored_blocks", e.kv_stored_blocks},
       {"kv_loaded_blocks", e.kv_loaded_blocks},
+      {"kv_load_failures", e.kv_load_failures},
       {"kv_transfer_s", static_cast<double>(x.transfer_ns) / 1e9},
       {"preemptions", e.preemptions},
       {"finished_abort", e.finished_abort},

@@ -4,6 +4,7 @@
 // the kernels are batch invariant), eagerly and through a CUDA graph. A decode over the
 // overwritten blocks, without the load, must differ: the comparison can see a missing copy.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "../cpu_forward/test_model.h"
 #include "base/error.h"
 #include "cuda_test_util.h"
+#include "exec/kv_load_faults.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -106,6 +108,48 @@ TEST_P(CudaHostTier, StoredOverwrittenAndLoadedBlocksDecodeAsIfNeverMoved) {
   StepPlan reload = decode(next, 45, moved_table);
   reload.kv_transfers.loads = {{7, 5}, {9, 2}, {4, 6}};
   gpu.execute(reload);
+  EXPECT_EQ(gpu.last_step_used_graph(), GetParam());
+  EXPECT_EQ(gpu.last_logits(), expected);
+}
+
+// The failpoint makes the runtime refuse every third load (kv_load_faults.h): the step reports
+// it and runs no forward; the loads that were enqueued land, the context stays usable, and a
+// step that loads the missing block then decodes exactly as the reference did.
+TEST_P(CudaHostTier, ALoadTheRuntimeRefusesIsReportedAndNoForwardRuns) {
+  const int32_t vocab = static_cast<int32_t>(config_.vocab_size);
+  const std::vector<int32_t> prompt = tokens(45, 3, vocab);
+  const std::vector<int32_t> first_table = {0, 1, 2};
+  const std::vector<int32_t> moved_table = {7, 9, 4};
+  StepPlan prefill;
+  prefill.seqs.push_back(make_seq(1, prompt, 0, first_table, 1));
+  prefill.seqs.back().sampling.temperature = 0.0;
+
+  CudaExecutor ref(config_, *weights_, options(false));
+  const int32_t next = ref.execute(prefill).seqs.at(0).tokens.at(0);
+  ref.execute(decode(next, 45, first_table));
+  const std::vector<float> expected = ref.last_logits();
+
+  setenv(kKvLoadFailpointEnv, "3", 1);
+  CudaExecutor gpu(config_, *weights_, options(true));
+  unsetenv(kKvLoadFailpointEnv);
+  ASSERT_EQ(gpu.execute(prefill).seqs.at(0).tokens.at(0), next);
+  StepPlan overwrite;
+  overwrite.seqs.push_back(make_seq(2, tokens(48, 11, vocab), 0, first_table, 1));
+  overwrite.kv_transfers.stores = {{0, 5}, {1, 2}, {2, 6}};
+  gpu.execute(overwrite);
+
+  StepPlan reload = decode(next, 45, moved_table);
+  reload.kv_transfers.loads = {{7, 5}, {9, 2}, {4, 6}};
+  const StepResult failed = gpu.execute(reload);
+  EXPECT_EQ(failed.failed_loads, (std::vector<BlockCopy>{{4, 6}}));
+  ASSERT_EQ(failed.seqs.size(), 1u);
+  EXPECT_TRUE(failed.seqs[0].tokens.empty());
+  EXPECT_TRUE(gpu.last_logits().empty());  // no forward ran
+
+  StepPlan retry = decode(next, 45, moved_table);
+  retry.kv_transfers.loads = {{4, 6}};  // the 4th load: it lands
+  const StepResult ok = gpu.execute(retry);
+  EXPECT_TRUE(ok.failed_loads.empty());
   EXPECT_EQ(gpu.last_step_used_graph(), GetParam());
   EXPECT_EQ(gpu.last_logits(), expected);
 }

@@ -53,6 +53,24 @@ TEST(BlockPool, FreedCachedBlocksKeepTheirHashUntilEvicted) {
   EXPECT_FALSE(pool.hash_of(b).has_value());
 }
 
+TEST(BlockPool, AForgottenBlockIsNoLongerFoundInUseOrFree) {
+  BlockPool pool(3, 16, /*ranked=*/true);
+  const int32_t a = pool.allocate(), b = pool.allocate();
+  pool.publish(a, 1);
+  pool.publish(b, 2);
+  pool.release(a, 10, 10);
+  pool.forget(a);  // free: it goes to the head, as an unhashed block
+  pool.forget(b);  // in use: it keeps its reference
+  EXPECT_FALSE(pool.find_cached(1).has_value());
+  EXPECT_FALSE(pool.find_cached(2).has_value());
+  EXPECT_EQ(pool.num_cached(), 0);
+  EXPECT_EQ(pool.ref_count(b), 1);
+  EXPECT_EQ(pool.free_queue(), (std::vector<int32_t>{a, 2}));
+  EXPECT_FALSE(pool.highest_ranked_free().has_value());  // a ranked pool forgot its key too
+  pool.release(b);
+  EXPECT_TRUE(pool.publish(b, 1));  // the hash is free for another block
+}
+
 TEST(BlockPool, HitOnAFreeBlockTakesItOutOfTheFreeQueue) {
   BlockPool pool(2, 16);
   int32_t b = pool.allocate();

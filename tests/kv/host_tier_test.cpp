@@ -73,24 +73,45 @@ TEST_F(HostTier, HostBlocksALoadReadsFromArePinnedUntilTheForwardIsOver) {
   const PrefixHit hit = kv.find_cached_prefix(seq, a);
   ASSERT_TRUE(kv.allocate_for(seq, 17, hit));
   for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 1);
+  kv.release_transfer_pins();  // no forward has taken the loads yet: they stay pinned
+  for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 1);
+  EXPECT_EQ(kv.take_transfers().loads.size(), 4u);
   kv.release_transfer_pins();
   for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
 }
 
-TEST_F(HostTier, DroppedTransfersForgetTheStoresTheyPromised) {
+// A load that failed: its host block forgets the hash (nobody finds that prefix there again)
+// and counts as a failure, not a load; the hit's tokens from that block on are no hits.
+TEST_F(HostTier, AFailedLoadIsForgottenAndCountedAsAFailure) {
   run_turn(kv, a);
+  run_turn(kv, b);
   BlockTable seq;
-  const PrefixHit hit = kv.find_cached_prefix(seq, b);
+  const PrefixHit hit = kv.find_cached_prefix(seq, a);
+  ASSERT_EQ(hit.host_blocks.size(), 4u);
   ASSERT_TRUE(kv.allocate_for(seq, 17, hit));
-  kv.drop_transfers();  // no forward made the copies: A's blocks never reached the host
-  EXPECT_EQ(kv.host_pool()->num_cached(), 0);
-  EXPECT_EQ(kv.stats().stored_blocks, 0);
-  EXPECT_TRUE(kv.take_transfers().empty());
+  const KvTransfers t = kv.take_transfers();
+  ASSERT_EQ(t.loads.size(), 4u);
+  kv.forget_failed_loads(std::span(t.loads).subspan(2));  // A's blocks 2 and 3 did not arrive
+  kv.uncount_host_hit(seq, 8);
+  EXPECT_EQ(kv.stats().load_failures, 2);
+  EXPECT_EQ(kv.stats().loaded_blocks, 2);
+  EXPECT_EQ(kv.stats().host_hits, 8);
+  EXPECT_EQ(kv.stats().prefix_hits, 8);
+  EXPECT_FALSE(kv.host_pool()->is_cached(t.loads[2].host_block));
+  EXPECT_TRUE(kv.host_pool()->is_cached(t.loads[1].host_block));
+  kv.cache_computed_blocks(seq, a, 8);  // what arrived, published as the scheduler would
+  kv.free(seq);
+  kv.release_transfer_pins();
+  for (int32_t h = 0; h < 8; ++h) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
+  BlockTable again;
+  const PrefixHit later = kv.find_cached_prefix(again, a);
+  EXPECT_EQ(later.num_tokens, 8);  // A's first two blocks, no more
 }
 
 // A pass stores A's tail to the host for B, preempts B, then admits A again with a load of that
-// very tail; every row then goes, and the copies are dropped with a pinned block among them.
-TEST(HostTierDrop, ABlockStoredAndPinnedInTheSamePassIsDroppedCleanly) {
+// very tail; every row then goes. No forward takes the copies: they wait for the next one, the
+// load's block still pinned, and nothing is lost.
+TEST(HostTierCarry, CopiesNoForwardTookWaitForTheNextOne) {
   KvManager kv({.num_blocks = 10, .block_size = 4, .num_host_blocks = 8});
   const auto a = tokens_from(100, 17), b = tokens_from(200, 29);
   run_turn(kv, a);
@@ -102,8 +123,13 @@ TEST(HostTierDrop, ABlockStoredAndPinnedInTheSamePassIsDroppedCleanly) {
   ASSERT_EQ(hit.host_blocks.size(), 2u);
   ASSERT_TRUE(kv.allocate_for(sa, 17, hit));
   kv.free(sa);
-  EXPECT_NO_THROW(kv.drop_transfers());
-  EXPECT_EQ(kv.host_pool()->num_cached(), 0);
+  kv.release_transfer_pins();  // the next pass begins
+  for (int32_t h : hit.host_blocks) EXPECT_EQ(kv.host_pool()->ref_count(h), 1);
+  const KvTransfers t = kv.take_transfers();
+  EXPECT_EQ(t.stores.size(), 2u);  // A2 and A3, before the load that reads A3 back
+  EXPECT_EQ(t.loads.size(), 2u);
+  kv.release_transfer_pins();
+  EXPECT_EQ(kv.host_pool()->num_cached(), 2);
   for (int32_t h = 0; h < 8; ++h) EXPECT_EQ(kv.host_pool()->ref_count(h), 0);
 }
 

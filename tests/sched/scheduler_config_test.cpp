@@ -46,6 +46,7 @@ TEST(SchedulerConfig, RejectsValuesOutOfRange) {
   bad([](SchedulerConfig& c) { c.max_num_batched_tokens = 0; });
   bad([](SchedulerConfig& c) { c.block_size = 0; });
   bad([](SchedulerConfig& c) { c.long_prefill_token_threshold = -1; });
+  bad([](SchedulerConfig& c) { c.kv_offloading_max_blocks_per_step = -1; });
   bad([](SchedulerConfig& c) {
     c.enable_chunked_prefill = false;
     c.max_num_batched_tokens = c.max_model_len - 1;

@@ -28,6 +28,8 @@ struct Variant {
   KvPolicy policy = KvPolicy::kLru;
   int64_t host_blocks = 0;  // a host KV tier of this many blocks
   AdmissionPolicy admission = AdmissionPolicy::kFcfs;
+  int load_failure_percent = 0;  // of the host tier's loads, that fail (no forward then runs)
+  int64_t copy_budget = 0;       // --kv-offloading-max-blocks-per-step
 };
 
 void PrintTo(const Variant& v, std::ostream* os) {
@@ -42,7 +44,8 @@ struct Expected {
 
 class Simulation {
  public:
-  explicit Simulation(const Variant& v) : scheduler_(make_config(v), clock_), rng_(7) {
+  explicit Simulation(const Variant& v)
+      : scheduler_(make_config(v), clock_), rng_(7), load_failure_percent_(v.load_failure_percent) {
     for (int i = 0; i < 4; ++i) prefixes_.push_back(random_tokens(8 + i * 12));
     prefixes_.emplace_back();  // some prompts share nothing
   }
@@ -58,6 +61,7 @@ class Simulation {
     c.enable_prefix_caching = v.prefix_caching;
     c.kv_policy = v.policy;
     c.num_host_kv_blocks = v.host_blocks;
+    c.kv_offloading_max_blocks_per_step = v.copy_budget;
     c.admission = v.admission;
     c.lpm_max_wait_ms = 20;  // 20 steps of the test's 1 ms clock
     c.long_prefill_token_threshold = v.long_prefill_threshold;
@@ -145,7 +149,8 @@ class Simulation {
     return h;
   }
 
-  void shadow_execute(const StepPlan& plan) {
+  // The copies, then the forward unless a load failed; returns the loads that failed.
+  std::vector<BlockCopy> shadow_execute(const StepPlan& plan) {
     const int64_t bs = scheduler_.config().block_size;
     if (gpu_kv_.empty()) {
       gpu_kv_.assign(static_cast<size_t>(scheduler_.kv().num_blocks()), 0);
@@ -154,9 +159,15 @@ class Simulation {
     for (const BlockCopy& c : plan.kv_transfers.stores) {
       host_kv_.at(static_cast<size_t>(c.host_block)) = gpu_kv_.at(static_cast<size_t>(c.gpu_block));
     }
+    std::vector<BlockCopy> failed;
     for (const BlockCopy& c : plan.kv_transfers.loads) {
+      if (static_cast<int>(uniform(100)) < load_failure_percent_) {
+        failed.push_back(c);  // the block keeps whatever it held
+        continue;
+      }
       gpu_kv_.at(static_cast<size_t>(c.gpu_block)) = host_kv_.at(static_cast<size_t>(c.host_block));
     }
+    if (!failed.empty()) return failed;
     for (const ScheduledSeq& s : plan.seqs) {
       const std::vector<int32_t>& tokens = scheduler_.find(s.request_id)->tokens;
       for (int64_t i = 0; i * bs < s.start_pos; ++i) {  // what the row reads
@@ -171,12 +182,19 @@ class Simulation {
             kv_identity(tokens, std::min((i + 1) * bs, end));
       }
     }
+    return failed;
   }
 
   StepResult execute(const StepPlan& plan) {
-    if (scheduler_.config().speculative.speculative_tokens == 0) shadow_execute(plan);
     StepResult result;
     result.step_id = plan.step_id;
+    if (scheduler_.config().speculative.speculative_tokens == 0) {
+      result.failed_loads = shadow_execute(plan);
+    }
+    if (!result.failed_loads.empty()) {
+      for (const ScheduledSeq& s : plan.seqs) result.seqs.push_back({s.request_id, {}});
+      return result;
+    }
     for (const ScheduledSeq& s : plan.seqs) {
       std::vector<int32_t> sampled;
       for (int i = 0; i < s.num_logits; ++i) {
@@ -200,6 +218,12 @@ class Simulation {
     if (plan.kind == ForwardKind::kDecode && !plan.seqs.empty()) {
       EXPECT_EQ(plan.padded_batch_size, padded_batch_size(scheduler_.cudagraph_capture_sizes(),
                                                           static_cast<int32_t>(plan.seqs.size())));
+    }
+    // Admissions stay within the copy budget while a decode runs (alone, a reload may not).
+    if (c.kv_offloading_max_blocks_per_step > 0 && plan.kind != ForwardKind::kPrefill) {
+      EXPECT_LE(plan.kv_transfers.loads.size(),
+                static_cast<size_t>(c.kv_offloading_max_blocks_per_step))
+          << "loads beyond the copy budget";
     }
     std::set<uint64_t> ids;
     for (const ScheduledSeq& s : plan.seqs) {
@@ -276,6 +300,7 @@ class Simulation {
   VirtualClock clock_;
   Scheduler scheduler_;
   std::mt19937_64 rng_;
+  int load_failure_percent_ = 0;
   std::vector<std::vector<int32_t>> prefixes_;
   std::map<uint64_t, Expected> live_;
   std::set<uint64_t> finished_;
@@ -300,6 +325,9 @@ TEST_P(SchedulerProperty, NoRequestLostNoBlockLeakedNoLimitBroken) {
   if (GetParam().host_blocks > 0) {
     EXPECT_GT(st.prefix_cache_host_hits, 0) << "nothing came back from the host tier";
     EXPECT_GT(st.kv_stored_blocks, 0);
+    if (GetParam().load_failure_percent > 0) {
+      EXPECT_GT(st.kv_load_failures, 0) << "no load failed";
+    }
     const BlockPool& host = *sim.scheduler().kv().host_pool();
     for (int32_t b = 0; b < host.num_blocks(); ++b) EXPECT_EQ(host.ref_count(b), 0);
   }
@@ -319,7 +347,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"mixed_chunked_lpm_host", ScheduleKind::kMixed, 0, 4, 16, true,
                               KvPolicy::kLru, 24, AdmissionPolicy::kLpm},
                       Variant{"separate_reuse_lpm", ScheduleKind::kSeparate, 0, 0, 0, true,
-                              KvPolicy::kReuse, 0, AdmissionPolicy::kLpm}),
+                              KvPolicy::kReuse, 0, AdmissionPolicy::kLpm},
+                      Variant{"separate_reuse_host_load_failures", ScheduleKind::kSeparate, 0, 0, 0,
+                              true, KvPolicy::kReuse, 24, AdmissionPolicy::kFcfs, 20},
+                      Variant{"mixed_chunked_host_load_failures", ScheduleKind::kMixed, 0, 4, 16,
+                              true, KvPolicy::kLru, 24, AdmissionPolicy::kFcfs, 20},
+                      Variant{"separate_reuse_host_copy_budget", ScheduleKind::kSeparate, 0, 0, 0,
+                              true, KvPolicy::kReuse, 24, AdmissionPolicy::kFcfs, 0, 2},
+                      Variant{"mixed_lpm_host_copy_budget_load_failures", ScheduleKind::kMixed, 0,
+                              2, 16, true, KvPolicy::kReuse, 24, AdmissionPolicy::kLpm, 20, 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

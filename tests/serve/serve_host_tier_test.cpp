@@ -1,5 +1,6 @@
 // The host KV tier through the real server: a prompt pushed out of a small KV cache by another
 // comes back from host memory, counted in cached_tokens, and answers exactly as the first time.
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@ using testing::http;
 using testing::HttpReply;
 using testing::PromLabels;
 using testing::scrape_metric;
+using testing::ServerLaunch;
 using testing::ServerProcess;
 
 // 200 token ids from `first`: 12 full blocks of 16 and 8 tokens.
@@ -62,6 +64,41 @@ TEST(ServeHostTier, APrefixPushedOutOfTheKvCacheComesBackFromHostMemory) {
   EXPECT_GT(metric(server.port(), "kv_offload_blocks_total", {{"direction", "store"}}), 0);
   EXPECT_GT(metric(server.port(), "kv_offload_blocks_total", {{"direction", "load"}}), 0);
   EXPECT_GT(metric(server.port(), "kv_host_cache_usage_perc"), 0);
+}
+
+// Every load from the host tier fails (the failpoint): the part of the prefix that was to come
+// back is recomputed, the answer is the same, the failures are counted, and nothing is held
+// once the requests are done.
+TEST(ServeHostTier, LoadsThatFailAreRecomputedAndCounted) {
+  ServerLaunch launch;
+  launch.env = {{"PACELINE_FAILPOINT_KV_LOAD", "1"}};
+  ServerProcess server(args("0.001"), "tiny", launch);
+  EXPECT_NE(server.startup_log().find("fault injection is on"), std::string::npos)
+      << server.startup_log();
+  const Answer first = complete(server.port(), 1000);
+  complete(server.port(), 5000);
+  const Answer again = complete(server.port(), 1000);
+  EXPECT_EQ(again.text, first.text);    // computed again, from the tokens
+  EXPECT_LT(again.cached_tokens, 192);  // only what the GPU still held
+  EXPECT_GT(metric(server.port(), "kv_load_failures_total"), 0);
+  EXPECT_EQ(metric(server.port(), "kv_offload_blocks_total", {{"direction", "load"}}), 0);
+  EXPECT_EQ(metric(server.port(), "prefix_cache_host_hits_total"), 0);
+  EXPECT_EQ(metric(server.port(), "num_requests_running"), 0);
+  EXPECT_EQ(metric(server.port(), "kv_cache_usage_perc"), 0);  // no KV block leaked
+  // A fourth turn still finds the prefix the third one computed again, on the GPU.
+  EXPECT_EQ(complete(server.port(), 1000).text, first.text);
+}
+
+TEST(ServeHostTier, ABadFailpointValueIsRefusedAtStartup) {
+  ServerLaunch launch;
+  launch.env = {{"PACELINE_FAILPOINT_KV_LOAD", "0"}};
+  try {
+    ServerProcess server(args("0.001"), "tiny", launch);
+    FAIL() << "the server started";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("PACELINE_FAILPOINT_KV_LOAD=0"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ServeHostTier, WithoutTheTierThePushedOutPartIsRecomputed) {

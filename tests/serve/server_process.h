@@ -177,7 +177,8 @@ inline std::pair<int, std::string> run_paceline(const std::string& args, int tim
 struct ServerLaunch {
   std::string binary = PACELINE_BINARY;
   std::string working_dir = PACELINE_SOURCE_DIR;
-  bool unset_paceline_home = false;  // as a user who never set it
+  bool unset_paceline_home = false;                      // as a user who never set it
+  std::vector<std::pair<std::string, std::string>> env = {};  // set in the server's environment
 };
 
 class ServerProcess {
@@ -200,6 +201,7 @@ class ServerProcess {
       argv.push_back(nullptr);
       if (chdir(launch.working_dir.c_str()) != 0) _exit(126);
       if (launch.unset_paceline_home) unsetenv("PACELINE_HOME");
+      for (const auto& [name, value] : launch.env) setenv(name.c_str(), value.c_str(), 1);
       execv(argv[0], argv.data());
       _exit(127);
     }

@@ -17,15 +17,24 @@ CpuExecutor::CpuExecutor(const ModelConfig& config, const Weights& weights, KvCa
   if (num_host_blocks > 0) {
     host_.emplace(config.num_hidden_layers, KvCacheShape{num_host_blocks, kv_shape.block_size},
                   config.num_key_value_heads, config.head_dim);
+    faults_ = KvLoadFaults::from_env();
   }
 }
 
-void CpuExecutor::copy_blocks(const KvTransfers& t) {
-  if (t.empty()) return;
+std::vector<BlockCopy> CpuExecutor::copy_blocks(const KvTransfers& t) {
+  std::vector<BlockCopy> failed;
+  if (t.empty()) return failed;
   if (!host_) fail("step plans copies to a host KV tier this executor does not have");
   PagedKvCache& gpu = model_.kv_cache();
   for (const BlockCopy& c : t.stores) gpu.copy_block_to(c.gpu_block, *host_, c.host_block);
-  for (const BlockCopy& c : t.loads) host_->copy_block_to(c.host_block, gpu, c.gpu_block);
+  for (const BlockCopy& c : t.loads) {
+    if (faults_.next_load_fails()) {
+      failed.push_back(c);
+      continue;
+    }
+    host_->copy_block_to(c.host_block, gpu, c.gpu_block);
+  }
+  return failed;
 }
 
 ExecutorCapabilities CpuExecutor::capabilities() const {
@@ -41,7 +50,8 @@ ExecutorCapabilities CpuExecutor::capabilities() const {
 
 StepResult CpuExecutor::execute(const StepPlan& plan) {
   auto start = std::chrono::steady_clock::now();
-  copy_blocks(plan.kv_transfers);
+  std::vector<BlockCopy> failed_loads = copy_blocks(plan.kv_transfers);
+  if (!failed_loads.empty()) return result_without_forward(plan, std::move(failed_loads));
   // A row with prompt logprobs needs the logits of its chunk's earlier positions too: the model
   // then runs a copy of the plan that asks for every position of those chunks.
   const bool widen = std::any_of(plan.seqs.begin(), plan.seqs.end(),

@@ -6,6 +6,7 @@
 
 #include "exec/cpu/cpu_model.h"
 #include "exec/executor.h"
+#include "exec/kv_load_faults.h"
 
 namespace paceline {
 
@@ -18,7 +19,9 @@ class CpuExecutor final : public Executor {
               int num_threads, int64_t num_host_blocks = 0, int tensor_parallel_size = 1);
 
   // step_time_ns covers the forward and the sampling, on the steady clock. The token drawn from
-  // the logits of the token at absolute position p uses p as its sampling position.
+  // the logits of the token at absolute position p uses p as its sampling position. A load that
+  // fails (only ever through the PACELINE_FAILPOINT_KV_LOAD failpoint, kv_load_faults.h) is
+  // reported in failed_loads, and no forward runs.
   StepResult execute(const StepPlan& plan) override;
   // A float32 KV cache, no graphs, no row limit (activations grow with the step).
   ExecutorCapabilities capabilities() const override;
@@ -26,10 +29,12 @@ class CpuExecutor final : public Executor {
   CpuModel& model() { return model_; }
 
  private:
-  void copy_blocks(const KvTransfers& transfers);
+  // The loads that failed.
+  std::vector<BlockCopy> copy_blocks(const KvTransfers& transfers);
 
   CpuModel model_;
   std::optional<PagedKvCache> host_;
+  KvLoadFaults faults_;
 };
 
 }  // namespace paceline

@@ -16,6 +16,7 @@
 #include "exec/cuda/gpu_logits_processing.h"
 #include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/step_inputs.h"
+#include "exec/kv_load_faults.h"
 #include "exec/sampler.h"
 
 namespace paceline {
@@ -81,6 +82,7 @@ struct CudaExecutor::Impl {
   Activations eager_acts;
   std::unique_ptr<DecodeGraphs> graphs;
   std::unique_ptr<HostKvTier> host_tier;
+  KvLoadFaults faults;  // PACELINE_FAILPOINT_KV_LOAD, with a host tier
   PinnedBuffer host_tokens;
   DeviceBuffer sample_params;  // SampleRow per sampled row
   DeviceBuffer sample_out;
@@ -95,6 +97,8 @@ struct CudaExecutor::Impl {
   // Launches launch_logprobs for the rows that asked, after the sampler (it reads the chosen
   // tokens on the device), and the copy of its results to host_logprobs; their LogprobRows.
   std::vector<LogprobRow> enqueue_logprobs(const StepPlan& plan, int64_t vocab);
+  // A step whose loads failed: the copies that were enqueued finish, and no forward runs.
+  StepResult without_forward(const StepPlan& plan, std::vector<BlockCopy> failed);
   float last_gpu_ms = 0.0f;
   Activations* last_acts = nullptr;
   int last_num_logits = 0;
@@ -173,6 +177,7 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
     }
     const auto t0 = std::chrono::steady_clock::now();
     m.host_tier = std::make_unique<HostKvTier>(host_blocks, m.model.kv_block_layout());
+    m.faults = KvLoadFaults::from_env();
     spdlog::info("cuda: host KV tier of {} blocks ({:.2f} GiB pinned) in {:.2f} s", host_blocks,
                  static_cast<double>(host_blocks * m.model.kv_bytes_per_block()) / (1 << 30),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -224,12 +229,22 @@ double CudaExecutor::last_gpu_ms() const { return impl_->last_gpu_ms; }
 namespace {
 
 // The plan's copies, on the step's stream ahead of its forward: stores first (they read blocks
-// the forward may overwrite), then loads (the forward reads them).
-void enqueue_kv_transfers(HostKvTier* tier, const KvTransfers& t, cudaStream_t stream) {
-  if (t.empty()) return;
+// the forward may overwrite), then loads (the forward reads them). Returns the loads the runtime
+// refused; the forward must then not run (StepResult::failed_loads).
+std::vector<BlockCopy> enqueue_kv_transfers(HostKvTier* tier, KvLoadFaults& faults,
+                                            const KvTransfers& t, cudaStream_t stream) {
+  std::vector<BlockCopy> failed;
+  if (t.empty()) return failed;
   if (tier == nullptr) fail("step plans copies to a host KV tier this executor does not have");
   for (const BlockCopy& c : t.stores) tier->store(c.gpu_block, c.host_block, stream);
-  for (const BlockCopy& c : t.loads) tier->load(c.host_block, c.gpu_block, stream);
+  for (const BlockCopy& c : t.loads) {
+    const cudaError_t e = tier->load(c.host_block, c.gpu_block, stream, faults.next_load_fails());
+    if (e == cudaSuccess) continue;
+    spdlog::warn("cuda: loading host KV block {} into block {} failed: {}", c.host_block,
+                 c.gpu_block, cudaGetErrorString(e));
+    failed.push_back(c);
+  }
+  return failed;
 }
 
 RowLogprobs to_row_logprobs(const LogprobResult& r, int32_t num_top, int64_t vocab) {
@@ -279,6 +294,13 @@ std::vector<LogprobRow> CudaExecutor::Impl::enqueue_logprobs(const StepPlan& pla
   return rows;
 }
 
+StepResult CudaExecutor::Impl::without_forward(const StepPlan& plan,
+                                               std::vector<BlockCopy> failed) {
+  PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  last_num_logits = 0;
+  return result_without_forward(plan, std::move(failed));
+}
+
 StepResult CudaExecutor::execute(const StepPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
   Impl& m = *impl_;
@@ -290,7 +312,9 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   if (m.last_used_graph) {
     HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
-    enqueue_kv_transfers(m.host_tier.get(), plan.kv_transfers, m.stream);
+    std::vector<BlockCopy> failed =
+        enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
+    if (!failed.empty()) return m.without_forward(plan, std::move(failed));
     m.graphs->replay(h, plan.padded_batch_size);
     m.last_acts = &m.graphs->activations();
     num_logits = static_cast<int>(plan.seqs.size());
@@ -300,7 +324,9 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
                          std::max(1, num_logits), kDecodeSplits);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
-    enqueue_kv_transfers(m.host_tier.get(), plan.kv_transfers, m.stream);
+    std::vector<BlockCopy> failed =
+        enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
+    if (!failed.empty()) return m.without_forward(plan, std::move(failed));
     m.eager_inputs.upload(h, m.stream);
     StepCounts counts{h.rows(), num_logits, static_cast<int>(h.decode_rows.size()),
                       h.num_tiles()};

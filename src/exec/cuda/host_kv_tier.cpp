@@ -46,13 +46,16 @@ void HostKvTier::store(int32_t gpu_block, int32_t host_block, cudaStream_t strea
                                         cudaMemcpyDeviceToHost, stream));
 }
 
-void HostKvTier::load(int32_t host_block, int32_t gpu_block, cudaStream_t stream) {
+cudaError_t HostKvTier::load(int32_t host_block, int32_t gpu_block, cudaStream_t stream,
+                             bool inject_fault) {
   check(gpu_block, host_block);
   char* dst = gpu_.base + static_cast<size_t>(gpu_block) * gpu_.chunk_bytes;
-  PACELINE_CUDA_CHECK(cudaMemcpy2DAsync(dst, gpu_.plane_pitch, host_block_ptr(host_block),
-                                        gpu_.chunk_bytes, gpu_.chunk_bytes,
-                                        static_cast<size_t>(gpu_.planes),
-                                        cudaMemcpyHostToDevice, stream));
+  const size_t src_pitch = inject_fault ? gpu_.chunk_bytes - 1 : gpu_.chunk_bytes;
+  const cudaError_t e = cudaMemcpy2DAsync(
+      dst, gpu_.plane_pitch, host_block_ptr(host_block), src_pitch, gpu_.chunk_bytes,
+      static_cast<size_t>(gpu_.planes), cudaMemcpyHostToDevice, stream);
+  if (e != cudaSuccess) cudaGetLastError();  // not sticky: the next call must not see it
+  return e;
 }
 
 }  // namespace paceline::cuda

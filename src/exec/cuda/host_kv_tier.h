@@ -36,7 +36,11 @@ class HostKvTier {
   int64_t num_blocks() const { return num_blocks_; }
   // Enqueue one block's copy on `stream`; throw paceline::Error on a block outside either pool.
   void store(int32_t gpu_block, int32_t host_block, cudaStream_t stream);
-  void load(int32_t host_block, int32_t gpu_block, cudaStream_t stream);
+  // A load's error is returned (and cleared), not thrown: a block that does not arrive is
+  // recomputed (StepResult::failed_loads). `inject_fault` (the PACELINE_FAILPOINT_KV_LOAD
+  // failpoint) makes the runtime refuse this copy: it is issued with a pitch narrower than a row.
+  [[nodiscard]] cudaError_t load(int32_t host_block, int32_t gpu_block, cudaStream_t stream,
+                                 bool inject_fault = false);
 
  private:
   void check(int32_t gpu_block, int32_t host_block) const;
