@@ -136,6 +136,7 @@ void reference(const Operands& op, std::vector<double>& dot, std::vector<double>
 TEST(CudaGemmSmallM, MatchesDoubleReference) {
   PACELINE_REQUIRE_GPU();
   cuda::Gemm g(nullptr);
+  g.set_small_m(true);  // opt-in in serving (gemm.h); these tests are about the kernel
   uint64_t seed = 11;
   for (const Shape& s : kShapes) {
     Operands op(s, seed += 5);
@@ -173,6 +174,7 @@ TEST(CudaGemmSmallM, MatchesDoubleReference) {
 TEST(CudaGemmSmallM, RowBitsDoNotDependOnTheBatch) {
   PACELINE_REQUIRE_GPU();
   cuda::Gemm g(nullptr);
+  g.set_small_m(true);  // opt-in in serving (gemm.h); these tests are about the kernel
   uint64_t seed = 101;
   for (const Shape& s : kShapes) {
     Operands op(s, seed += 5);
@@ -234,6 +236,7 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
   PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   {
     cuda::Gemm g(stream);
+    g.set_small_m(true);  // opt-in in serving (gemm.h); these tests are about the kernel
     const Shape s{"o_proj", 4096, 4096};
     constexpr int64_t kMixed = 70, kSmall = 5;
     const float beta = 1.0f;
@@ -339,7 +342,6 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
 // Host side, no GPU needed: one-token sequences are laid out first, logit rows stay in the
 // plan's order, and small_gemm_rows counts the one-token rows.
 TEST(CudaGemmSmallM, StepLayoutPutsOneTokenSequencesFirst) {
-  if (!cuda::gemm_small_m_enabled()) GTEST_SKIP() << "PACELINE_GEMM_SMALL_M=0";
   const std::vector<int32_t> table = {0, 1, 2, 3};
   StepPlan plan;
   const auto add = [&](uint64_t id, int tokens, int64_t start, int32_t logits) {
@@ -359,7 +361,7 @@ TEST(CudaGemmSmallM, StepLayoutPutsOneTokenSequencesFirst) {
   lim.vocab_size = 100;
   lim.num_blocks = 4;
   lim.block_size = 16;
-  const cuda::HostStep h = cuda::host_step_from_plan(plan, lim);
+  const cuda::HostStep h = cuda::host_step_from_plan(plan, lim, /*small_m_first=*/true);
   ASSERT_EQ(h.rows(), 25);
   EXPECT_EQ(h.small_gemm_rows, 2);
   EXPECT_EQ(h.positions[0], 30);   // request 2
@@ -384,6 +386,7 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
     GTEST_SKIP() << "set PACELINE_GEMM_BENCH=1 to time the GEMMs";
   }
   cuda::Gemm g(nullptr);
+  g.set_small_m(true);  // opt-in in serving (gemm.h); these tests are about the kernel
   cudaEvent_t a, b;
   PACELINE_CUDA_CHECK(cudaEventCreate(&a));
   PACELINE_CUDA_CHECK(cudaEventCreate(&b));

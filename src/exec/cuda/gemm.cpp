@@ -14,7 +14,7 @@ namespace paceline::cuda {
 bool gemm_small_m_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("PACELINE_GEMM_SMALL_M");
-    return v == nullptr || std::string(v) != "0";
+    return v != nullptr && std::string(v) == "1";
   }();
   return on;
 }

@@ -22,7 +22,8 @@
 // gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, and only the rest
 // through cuBLASLt. Each path gives a row the same bits for any row count, so a decode row has
 // the same bits in a pure decode step, a mixed step, eagerly and in a graph.
-// PACELINE_GEMM_SMALL_M=0 sends every row to cuBLASLt (and keeps the plan's row order), as before.
+// Opt-in for now (PACELINE_GEMM_SMALL_M=1): on the H200 it beats cuBLASLt at 1 row and loses from
+// 8 rows up (docs/performance.md), so by default every row goes to cuBLASLt in the plan's order.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -44,7 +45,7 @@ inline int64_t gemm_buffer_rows(int64_t rows) {
   return gemm_padded_rows(rows) + kGemmRows;
 }
 
-// Whether decode rows take the small-M kernel: PACELINE_GEMM_SMALL_M unset or not "0".
+// Whether decode rows take the small-M kernel: PACELINE_GEMM_SMALL_M=1.
 bool gemm_small_m_enabled();
 
 class Gemm {

@@ -62,8 +62,11 @@ void add_logit_rows(const ScheduledSeq& s, int first_row, HostStep& h) {
 }  // namespace
 
 HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim) {
+  return host_step_from_plan(plan, lim, gemm_small_m_enabled());
+}
+
+HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim, bool small_first) {
   HostStep h;
-  const bool small_first = gemm_small_m_enabled();
   std::vector<int> first_rows(plan.seqs.size(), -1);
   // Pass 0 lays out the one-token sequences (small-M GEMM rows), pass 1 the others.
   for (int pass = small_first ? 0 : 1; pass < 2; ++pass) {
@@ -124,13 +127,16 @@ void StepBuffers::layout(int cap_rows, int64_t cap_blocks) {
   host_.reserve(total_);
 }
 
-void StepBuffers::init(int cap_rows, int64_t cap_blocks) { layout(cap_rows, cap_blocks); }
+void StepBuffers::init(int cap_rows, int64_t cap_blocks) {
+  layout(cap_rows, cap_blocks);
+}
 
 bool StepBuffers::upload(const HostStep& step, cudaStream_t stream) {
   bool moved = false;
   if (step.rows() > cap_rows_ || static_cast<int64_t>(step.blocks.size()) > cap_blocks_) {
     const void* before = device_.as<void>();
-    layout(std::max(step.rows(), cap_rows_ * 2), std::max<int64_t>(step.blocks.size(), cap_blocks_ * 2));
+    layout(std::max(step.rows(), cap_rows_ * 2),
+           std::max<int64_t>(step.blocks.size(), cap_blocks_ * 2));
     moved = device_.as<void>() != before;
   }
   copy(step, stream);
@@ -139,8 +145,8 @@ bool StepBuffers::upload(const HostStep& step, cudaStream_t stream) {
 
 void StepBuffers::upload_fixed(const HostStep& step, cudaStream_t stream) {
   if (step.rows() > cap_rows_ || static_cast<int64_t>(step.blocks.size()) > cap_blocks_) {
-    fail("step of {} rows and {} blocks does not fit buffers of {} rows and {} blocks",
-         step.rows(), step.blocks.size(), cap_rows_, cap_blocks_);
+    fail("step of {} rows and {} blocks does not fit buffers of {} rows and {} blocks", step.rows(),
+         step.blocks.size(), cap_rows_, cap_blocks_);
   }
   copy(step, stream);
 }
