@@ -2,7 +2,8 @@
 // and without a cached prefix, chunks of 1 to 300 rows, GQA groups 1 to 8, head dims 16 to 128,
 // block sizes 16, 7 and 1. A row's bits do not depend on how the rows are dealt into tiles, and an
 // FP8 cache gives the bits the bf16 cache gives on the same values widened. With
-// PACELINE_PREFILL_BENCH=1, the Qwen3-8B shape is timed at 8k and 32k rows (TFLOP/s).
+// PACELINE_PREFILL_BENCH=1, the Qwen3-8B shape is timed at 8k and 32k rows and for a 2k chunk
+// after a 30k cached prefix, on the wgmma kernel and on the mma.sync kernel (TFLOP/s).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,8 @@
 
 #if PACELINE_HAVE_CUDA
 #include "decode_test_util.h"
+#include "exec/cuda/attention_prefill_mma.cuh"
+#include "exec/cuda/attention_prefill_wgmma.cuh"
 
 namespace paceline {
 namespace {
@@ -179,6 +182,7 @@ const std::vector<Chunk> kChunks = {{0, 1}, {0, 37}, {100, 50}, {1000, 129}, {0,
                                     {64, 64}, {4000, 3}};
 const std::vector<Case> kCases = {
     {{32, 8, 128}, 16},  // Qwen3-8B
+    {{32, 4, 128}, 7},   // group 8, blocks of 7 (no shift) on the wgmma kernel
     {{64, 8, 128}, 16},  // group 8 (Qwen3-32B)
     {{16, 8, 128}, 1},   // group 2, one key per block
     {{8, 1, 64}, 7},     // group 8, blocks of 7
@@ -232,42 +236,55 @@ TEST(CudaPrefillAttention, Fp8CacheMatchesTheBf16CacheOnTheWidenedValuesBitForBi
   }
 }
 
-// One sequence's whole prefill (no cached prefix) in the Qwen3-8B shape: the causal attention's
-// FLOPs (4 * heads * head_dim * rows^2 / 2) over the kernel's median time of 5 launches.
+// The Qwen3-8B shape, one layer: a whole prefill of 8k and of 32k rows (no cached prefix), and a
+// 2k-row chunk after a 30k-token cached prefix (an agent's next turn); the causal attention's
+// FLOPs (4 * heads * head_dim * keys seen, summed over rows) over the median of 5 launches, on
+// each tensor-core kernel.
 TEST(CudaPrefillAttentionBench, TensorRate) {
   PACELINE_REQUIRE_GPU();
   if (std::getenv("PACELINE_PREFILL_BENCH") == nullptr) {
     GTEST_SKIP() << "set PACELINE_PREFILL_BENCH=1 to time the prefill attention";
   }
-  for (int rows : {8192, 32768}) {
-    Problem p({32, 8, 128}, 16, {{0, rows}}, 9);
+  using Launch = cudaError_t (*)(const float*, const int32_t*, int, AttentionShape, cuda::RowInputs,
+                                 cuda::LayerCache, cuda::bf16*, cudaStream_t);
+  const struct {
+    const char* name;
+    Launch launch;
+    int tile_rows;
+  } kernels[] = {{"wgmma", cuda::launch_attention_prefill_wgmma, cuda::prefill_wgmma_tile_rows({32, 8, 128})},
+                 {"mma.sync", cuda::launch_attention_prefill_mma, cuda::prefill_mma_tile_rows({32, 8, 128})}};
+  for (const Chunk chunk : {Chunk{0, 8192}, Chunk{0, 32768}, Chunk{30720, 2048}}) {
+    Problem p({32, 8, 128}, 16, {chunk}, 9);
     OnDevice d(p);
-    const std::vector<int32_t> t = p.tiles(cuda::prefill_tile_rows(p.shape));
-    d.tiles = testing::upload(t);
     const cuda::LayerCache cache{d.k.as<cuda::bf16>(), d.v.as<cuda::bf16>(), p.block_size};
-    std::vector<float> ms;
-    cudaEvent_t a, b;
-    PACELINE_CUDA_CHECK(cudaEventCreate(&a));
-    PACELINE_CUDA_CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < 6; ++i) {
-      PACELINE_CUDA_CHECK(cudaEventRecord(a));
-      PACELINE_CUDA_CHECK(cuda::launch_attention_prefill(d.qkv.as<float>(), d.tiles.as<int32_t>(),
-                                                         static_cast<int>(t.size() / 3), p.shape,
-                                                         d.in(), cache, d.out.as<cuda::bf16>(),
-                                                         nullptr));
-      PACELINE_CUDA_CHECK(cudaEventRecord(b));
-      PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
-      float m = 0;
-      PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
-      if (i > 0) ms.push_back(m);  // the first launch pays for the module load
+    double keys_seen = 0;
+    for (int r = 0; r < chunk.rows; ++r) keys_seen += chunk.cached + r + 1;
+    const double flops = 4.0 * 32 * 128 * keys_seen;
+    for (const auto& k : kernels) {
+      const std::vector<int32_t> t = p.tiles(k.tile_rows);
+      d.tiles = testing::upload(t);
+      std::vector<float> ms;
+      cudaEvent_t a, b;
+      PACELINE_CUDA_CHECK(cudaEventCreate(&a));
+      PACELINE_CUDA_CHECK(cudaEventCreate(&b));
+      for (int i = 0; i < 6; ++i) {
+        PACELINE_CUDA_CHECK(cudaEventRecord(a));
+        PACELINE_CUDA_CHECK(k.launch(d.qkv.as<float>(), d.tiles.as<int32_t>(),
+                                     static_cast<int>(t.size() / 3), p.shape, d.in(), cache,
+                                     d.out.as<cuda::bf16>(), nullptr));
+        PACELINE_CUDA_CHECK(cudaEventRecord(b));
+        PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+        float m = 0;
+        PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+        if (i > 0) ms.push_back(m);  // the first launch pays for the module load
+      }
+      std::sort(ms.begin(), ms.end());
+      const double median = ms[ms.size() / 2];
+      std::printf("[ prefill bench ] %-8s %5d rows after %5d cached, one layer: %.3f ms, %.0f TFLOP/s\n",
+                  k.name, chunk.rows, chunk.cached, median, flops / median / 1e9);
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
     }
-    std::sort(ms.begin(), ms.end());
-    const double median = ms[ms.size() / 2];
-    const double flops = 4.0 * 32 * 128 * static_cast<double>(rows) * rows / 2;
-    std::printf("[ prefill bench ] %d rows, one layer: %.3f ms, %.0f TFLOP/s\n", rows, median,
-                flops / median / 1e9);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
   }
 }
 

@@ -2,10 +2,13 @@
 // with its whole query group, and streams the sequence's keys [0, last position of the tile]
 // through shared memory in chunks of 32, so each K/V load serves every query of the tile.
 // Varlen and causal: each row attends to the cached prefix and to the rows before it.
-// CUDA cores, float32 arithmetic: the fallback for shapes the tensor-core kernel
-// (attention_prefill_mma.cu) does not take, and the reference it was checked against
-// (PACELINE_PREFILL_ATTENTION=simt forces it).
+// CUDA cores, float32 arithmetic: the fallback for shapes the tensor-core kernels do not take,
+// and the reference they were checked against. The kernel for a shape: the wgmma kernel
+// (attention_prefill_wgmma.cu, head_dim 128), else the mma.sync kernel
+// (attention_prefill_mma.cu), else this one; PACELINE_PREFILL_ATTENTION=mma or =simt forces the
+// later ones, to compare them.
 #include "exec/cuda/attention_prefill_mma.cuh"
+#include "exec/cuda/attention_prefill_wgmma.cuh"
 #include "exec/cuda/kv_fp8.cuh"
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
@@ -193,17 +196,29 @@ cudaError_t launch_prefill(const float* qkv, const int32_t* tiles, int num_tiles
   return cudaGetLastError();
 }
 
-bool use_mma(AttentionShape shape) {
-  static const bool simt_forced = [] {
+enum class Forced { none, mma, simt };
+
+Forced forced_kernel() {
+  static const Forced forced = [] {
     const char* env = std::getenv("PACELINE_PREFILL_ATTENTION");
-    return env != nullptr && std::string(env) == "simt";
+    const std::string v = env != nullptr ? env : "";
+    return v == "simt" ? Forced::simt : v == "mma" ? Forced::mma : Forced::none;
   }();
-  return !simt_forced && prefill_mma_supported(shape);
+  return forced;
+}
+
+bool use_wgmma(AttentionShape shape) {
+  return forced_kernel() == Forced::none && prefill_wgmma_supported(shape);
+}
+
+bool use_mma(AttentionShape shape) {
+  return forced_kernel() != Forced::simt && prefill_mma_supported(shape);
 }
 
 }  // namespace
 
 int prefill_tile_rows(AttentionShape shape) {
+  if (use_wgmma(shape)) return prefill_wgmma_tile_rows(shape);
   if (use_mma(shape)) return prefill_mma_tile_rows(shape);
   const int epl = epl_of(shape.head_dim);
   return kWarps * rows_per_warp(shape, epl >= 8 ? 8 : 16);
@@ -218,6 +233,9 @@ cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int
     return cudaErrorInvalidValue;
   }
   if (num_tiles <= 0) return cudaGetLastError();
+  if (use_wgmma(shape)) {
+    return launch_attention_prefill_wgmma(qkv, tiles, num_tiles, shape, in, cache, out, stream);
+  }
   if (use_mma(shape)) {
     return launch_attention_prefill_mma(qkv, tiles, num_tiles, shape, in, cache, out, stream);
   }

@@ -1,0 +1,351 @@
+// Prefill attention on Hopper's warpgroup MMAs (wgmma), head_dim 128: the kernel prefill takes
+// on the H200 (attention_prefill.cu chooses it). A block of two warpgroups takes a tile of
+// consecutive rows of one sequence and one KV head; its 128 query slots are (row, head of the
+// group) pairs, 64 per warpgroup, so GQA heads share every K/V chunk. q waits in shared memory
+// (bf16, pre-scaled by log2(e) / sqrt(head_dim)), and keys stream through shared memory 128 at a
+// time from the paged cache, double buffered: after a chunk's barrier, cp.async fills the other
+// buffer while the warpgroups compute (an FP8 cache is widened to bf16 on its way in instead).
+// Per chunk a warpgroup issues S = q . K^T (8 MMAs of k16 from shared memory), masks and runs the
+// online softmax in registers (base 2), and O += P . V with P from registers, as bf16, and V read
+// MN-major. Causal and varlen: a query sees the keys at positions <= its own. A query's result
+// depends only on its own keys: chunks start at key 0 whatever the tile, and a chunk a query
+// cannot see changes none of its bits, so the tiling is free to change.
+#include <climits>
+#include <cstdint>
+
+#include "exec/cuda/attention_prefill_wgmma.cuh"
+#include "exec/cuda/kv_fp8.cuh"
+#include "exec/cuda/wgmma.cuh"
+
+namespace paceline::cuda {
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+constexpr int kWarpgroups = 2;
+constexpr int kThreads = 128 * kWarpgroups;
+constexpr int kSlots = 64 * kWarpgroups;  // query slots per block
+constexpr int kKeys = 128;                // keys per chunk
+constexpr int kStages = 2;                // chunks in shared memory: one computed, one in flight
+constexpr uint32_t kQBytes = kSlots * kHeadDim * 2;
+constexpr uint32_t kTileBytes = kKeys * kHeadDim * 2;  // one K or V chunk
+constexpr uint32_t kAtomBytes = kKeys * 128;           // 64 columns of a chunk
+// q, then K of each stage, then V of each stage; 1,024 bytes to align the swizzle atoms.
+constexpr size_t kSmemBytes = kQBytes + 2 * kStages * kTileBytes + 1024;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void st_shared16(uint32_t dst, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+struct ChunkSource {
+  const int32_t* blocks;  // the sequence's block table
+  int block_size;
+  int shift;  // log2(block_size) when it is a power of two, else -1
+  int kv_size;
+  int kv_head;
+  int last_pos;
+
+  __device__ __forceinline__ int64_t element(int key, int c) const {
+    const int block = shift >= 0 ? key >> shift : key / block_size;
+    const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
+    const int64_t slot = static_cast<int64_t>(blocks[block]) * block_size + offset;
+    return slot * kv_size + kv_head * kHeadDim + c * 8;
+  }
+};
+
+// Keys [base, base + kKeys) of the tile's KV head into one stage's K and V tiles (zeros past
+// last_pos, so that masked keys multiply finite values): asynchronous copies, one group.
+__device__ __forceinline__ void load_chunk_bf16(uint32_t k_s, uint32_t v_s, int base,
+                                                const ChunkSource& src, const LayerCache& cache) {
+#pragma unroll 4
+  for (int i = threadIdx.x; i < kKeys * kChunks; i += kThreads) {
+    const int j = i / kChunks, c = i % kChunks;
+    const uint32_t at = wgmma::swizzled_offset(kKeys, j, c);
+    const int key = base + j;
+    if (key > src.last_pos) {
+      st_shared16(k_s + at, make_uint4(0, 0, 0, 0));
+      st_shared16(v_s + at, make_uint4(0, 0, 0, 0));
+      continue;
+    }
+    const int64_t e = src.element(key, c);
+    cp_async16(k_s + at, cache.k + e);
+    cp_async16(v_s + at, cache.v + e);
+  }
+  cp_async_commit();
+}
+
+// The FP8 cache's chunk: eight e4m3 bytes a vector widened to the eight bf16 the bf16 path would
+// hold, in batches of four vectors whose loads are all issued before the first store.
+__device__ __forceinline__ void load_chunk_fp8(uint32_t k_s, uint32_t v_s, int base,
+                                               const ChunkSource& src, const LayerCache& cache) {
+  constexpr int kPer = kKeys * kChunks / kThreads;
+  constexpr int kBatch = 4;
+  static_assert(kPer % kBatch == 0, "batches per thread");
+#pragma unroll 1
+  for (int b0 = 0; b0 < kPer; b0 += kBatch) {
+    uint2 kr[kBatch], vr[kBatch];
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const int i = threadIdx.x + (b0 + n) * kThreads;
+      const int key = base + i / kChunks;
+      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to bf16 +0: the bf16 path's zeros
+      if (key <= src.last_pos) {
+        const int64_t e = src.element(key, i % kChunks);
+        kr[n] = *reinterpret_cast<const uint2*>(cache.k8 + e);
+        vr[n] = *reinterpret_cast<const uint2*>(cache.v8 + e);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const int i = threadIdx.x + (b0 + n) * kThreads;
+      const uint32_t at = wgmma::swizzled_offset(kKeys, i / kChunks, i % kChunks);
+      st_shared16(k_s + at, fp8x8_to_bf16x8(kr[n]));
+      st_shared16(v_s + at, fp8x8_to_bf16x8(vr[n]));
+    }
+  }
+}
+
+template <bool FP8>
+__device__ __forceinline__ void load_chunk(uint32_t k_s, uint32_t v_s, int base,
+                                           const ChunkSource& src, const LayerCache& cache) {
+  if constexpr (FP8) {
+    load_chunk_fp8(k_s, v_s, base, src, cache);
+  } else {
+    load_chunk_bf16(k_s, v_s, base, src, cache);
+  }
+}
+
+template <bool FP8>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_wgmma_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
+                                   RowInputs in, LayerCache cache, bf16* out) {
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t q_s = (raw + 1023u) & ~1023u;  // swizzle atoms need 1,024-byte alignment
+  const uint32_t k_base = q_s + kQBytes;
+  const uint32_t v_base = k_base + kStages * kTileBytes;
+
+  // Tiles in reverse: the last rows of a sequence see the most keys, and starting them first
+  // keeps the short ones for the end of the grid, where they fill the gaps.
+  const int tile = gridDim.x - 1 - blockIdx.x;
+  const int seq = tiles[tile * 3];
+  const int first_row = tiles[tile * 3 + 1];
+  const int tile_rows = tiles[tile * 3 + 2];
+  const int kv_head = blockIdx.y;
+  const int group = shape.num_heads / shape.num_kv_heads;
+  const int q_size = shape.num_heads * kHeadDim;
+  const int kv_size = shape.num_kv_heads * kHeadDim;
+  const int qkv_width = q_size + 2 * kv_size;
+  const int wg = threadIdx.x / 128;
+  const int warp = threadIdx.x % 128 / 32;  // within the warpgroup
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;    // fragment row group
+  const int tig = lane % 4;  // thread in group
+
+  const int bs = cache.block_size;
+  const ChunkSource src{in.blocks + in.seq_block_offset[seq],
+                        bs,
+                        (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1,
+                        kv_size,
+                        kv_head,
+                        in.positions[first_row + tile_rows - 1]};
+  // The first chunk is on its way while q is staged.
+  load_chunk<FP8>(k_base, v_base, 0, src, cache);
+
+  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
+  for (int i = threadIdx.x; i < kSlots * kChunks; i += kThreads) {
+    const int slot = i / kChunks, c = i % kChunks;
+    const int r = slot / group;
+    uint4 packed = make_uint4(0, 0, 0, 0);
+    if (r < tile_rows) {
+      const int head = kv_head * group + slot % group;
+      const float4* q = reinterpret_cast<const float4*>(
+          qkv + static_cast<int64_t>(first_row + r) * qkv_width + head * kHeadDim + c * 8);
+      const float4 a = q[0], b = q[1];
+      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
+                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
+    }
+    st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
+  }
+
+  // This thread's two query slots (rows g and g + 8 of its warp's 16) and their positions.
+  int pos[2];
+  int thread_first = INT_MAX;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = (wg * 64 + warp * 16 + g + 8 * h) / group;
+    pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
+    thread_first = min(thread_first, pos[h]);
+  }
+  // The warpgroup's last query position (rows are in position order): chunks past it hold only
+  // keys its queries cannot see. The same for every thread of the warpgroup, as the MMAs need.
+  const int wg_first_row = wg * 64 / group;
+  const int wg_last = wg_first_row < tile_rows
+                          ? in.positions[first_row + min(tile_rows - 1, (wg * 64 + 63) / group)]
+                          : -1;
+
+  float o[64], s[64];
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  const uint32_t q_wg = q_s + wg * 64 * 128;
+
+  int stage = 0;
+  for (int base = 0; base <= src.last_pos; base += kKeys, stage ^= 1) {
+    if constexpr (!FP8) cp_async_wait_all();  // this chunk (the only group in flight)
+    wgmma::fence_shared_for_async();
+    // Every thread's writes of this chunk (and q) are visible, and every warpgroup is done with
+    // the chunk before it, whose buffer the next copies overwrite.
+    __syncthreads();
+    if (base + kKeys <= src.last_pos) {
+      load_chunk<FP8>(k_base + (stage ^ 1) * kTileBytes, v_base + (stage ^ 1) * kTileBytes,
+                      base + kKeys, src, cache);
+    }
+    if (base > wg_last) continue;
+    const uint32_t k_s = k_base + stage * kTileBytes;
+    const uint32_t v_s = v_base + stage * kTileBytes;
+
+    // S = q . K^T over head_dim in 8 steps of 16: 32 bytes further along a swizzled row each
+    // step, the next atom after four.
+    wgmma::fence();
+#pragma unroll
+    for (int st = 0; st < kHeadDim / 16; ++st) {
+      const uint32_t col = (st % 4) * 32;
+      const uint64_t a = wgmma::descriptor(q_wg + (st / 4) * kSlots * 128 + col, 16, 1024);
+      const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + col, 16, 1024);
+      wgmma::mma_ss(s, a, b, st > 0);
+    }
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::hold(s);
+
+    // Causal mask (only where the chunk reaches past one of the thread's queries), then the
+    // online softmax per query row: each row's 128 scores lie in the 4 threads of a group.
+    const bool masked = base + kKeys - 1 > thread_first;
+    float chunk_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int h = (i % 4) / 2;
+      if (masked) {
+        const int key = base + (i / 4) * 8 + tig * 2 + (i % 2);
+        if (key > pos[h]) s[i] = -INFINITY;
+      }
+      chunk_max[h] = fmaxf(chunk_max[h], s[i]);
+    }
+    float ref[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
+      chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
+      const float m_new = fmaxf(m[h], chunk_max[h]);
+      ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
+      const float alpha = exp2f(m[h] - ref[h]);
+      m[h] = m_new;
+      l[h] *= alpha;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        o[4 * j + 2 * h] *= alpha;
+        o[4 * j + 2 * h + 1] *= alpha;
+      }
+    }
+    uint32_t p[kKeys / 16][4];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      s[i] = exp2f(s[i] - ref[(i % 4) / 2]);
+      l[(i % 4) / 2] += s[i];
+    }
+    // P's accumulator fragments, as bf16, are the A fragments of O += P . V (16 keys a step).
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
+      p[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+      p[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+      p[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+
+    // O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the
+    // two 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
+    wgmma::hold(o);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      wgmma::mma_rs_b_mn_major(o, p[kk], wgmma::descriptor(v_s + kk * 16 * 128, kAtomBytes, 1024));
+    }
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::hold(o);
+  }
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int slot = wg * 64 + warp * 16 + g + 8 * h;
+    const int r = slot / group;
+    if (r >= tile_rows) continue;
+    const int head = kv_head * group + slot % group;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    bf16* dst = out + static_cast<int64_t>(first_row + r) * q_size + head * kHeadDim + tig * 2;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
+          __floats2bfloat162_rn(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+}
+
+template <bool FP8>
+cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
+                   RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
+  static const cudaError_t attribute = cudaFuncSetAttribute(
+      attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(kSmemBytes));
+  if (attribute != cudaSuccess) return attribute;
+  dim3 grid(num_tiles, shape.num_kv_heads);
+  attention_prefill_wgmma_kernel<FP8>
+      <<<grid, kThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in, cache, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool prefill_wgmma_supported(AttentionShape shape) {
+  if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0) return false;
+  const int group = shape.num_heads / shape.num_kv_heads;
+  // A warpgroup's 64 slots hold whole rows, so that its last position is one row's.
+  return shape.head_dim == kHeadDim && 64 % group == 0;
+}
+
+int prefill_wgmma_tile_rows(AttentionShape shape) {
+  return kSlots / (shape.num_heads / shape.num_kv_heads);
+}
+
+cudaError_t launch_attention_prefill_wgmma(const float* qkv, const int32_t* tiles, int num_tiles,
+                                           AttentionShape shape, RowInputs in, LayerCache cache,
+                                           bf16* out, cudaStream_t stream) {
+  if (!prefill_wgmma_supported(shape)) return cudaErrorInvalidValue;
+  if (num_tiles <= 0) return cudaGetLastError();
+  if (cache.fp8()) return launch<true>(qkv, tiles, num_tiles, shape, in, cache, out, stream);
+  return launch<false>(qkv, tiles, num_tiles, shape, in, cache, out, stream);
+}
+
+}  // namespace paceline::cuda
