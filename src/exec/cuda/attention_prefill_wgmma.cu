@@ -26,7 +26,7 @@ constexpr int kWarpgroups = 2;
 constexpr int kThreads = 128 * kWarpgroups;
 constexpr int kSlots = 64 * kWarpgroups;  // query slots per block
 constexpr int kKeys = 128;                // keys per chunk
-constexpr int kStages = 2;                // chunks in shared memory: one computed, one in flight
+constexpr int kStages = 3;                // chunks in shared memory: two read, one in flight
 constexpr uint32_t kQBytes = kSlots * kHeadDim * 2;
 constexpr uint32_t kTileBytes = kKeys * kHeadDim * 2;  // one K or V chunk
 constexpr uint32_t kAtomBytes = kKeys * 128;           // 64 columns of a chunk
@@ -72,22 +72,28 @@ struct ChunkSource {
 };
 
 // Keys [base, base + kKeys) of the tile's KV head into one stage's K and V tiles (zeros past
-// last_pos, so that masked keys multiply finite values): asynchronous copies, one group.
+// last_pos, so that masked keys multiply finite values): asynchronous copies, one group. A
+// thread always copies the same 16-byte column c of keys j0, j0 + 16, ...: its swizzled offsets
+// are one offset plus multiples of 16 rows.
+constexpr int kRowsPerPass = kThreads / kChunks;  // 16 keys a pass of every thread
+constexpr int kPasses = kKeys / kRowsPerPass;     // 8
+
 __device__ __forceinline__ void load_chunk_bf16(uint32_t k_s, uint32_t v_s, int base,
                                                 const ChunkSource& src, const LayerCache& cache) {
-#pragma unroll 4
-  for (int i = threadIdx.x; i < kKeys * kChunks; i += kThreads) {
-    const int j = i / kChunks, c = i % kChunks;
-    const uint32_t at = wgmma::swizzled_offset(kKeys, j, c);
-    const int key = base + j;
+  const int c = threadIdx.x % kChunks, j0 = threadIdx.x / kChunks;
+  const uint32_t at0 = wgmma::swizzled_offset(kKeys, j0, c);
+#pragma unroll
+  for (int n = 0; n < kPasses; ++n) {
+    const int key = base + j0 + n * kRowsPerPass;
+    const uint32_t at = at0 + n * kRowsPerPass * 128;
     if (key > src.last_pos) {
       st_shared16(k_s + at, make_uint4(0, 0, 0, 0));
       st_shared16(v_s + at, make_uint4(0, 0, 0, 0));
-      continue;
+    } else {
+      const int64_t e = src.element(key, c);
+      cp_async16(k_s + at, cache.k + e);
+      cp_async16(v_s + at, cache.v + e);
     }
-    const int64_t e = src.element(key, c);
-    cp_async16(k_s + at, cache.k + e);
-    cp_async16(v_s + at, cache.v + e);
   }
   cp_async_commit();
 }
@@ -96,27 +102,26 @@ __device__ __forceinline__ void load_chunk_bf16(uint32_t k_s, uint32_t v_s, int 
 // hold, in batches of four vectors whose loads are all issued before the first store.
 __device__ __forceinline__ void load_chunk_fp8(uint32_t k_s, uint32_t v_s, int base,
                                                const ChunkSource& src, const LayerCache& cache) {
-  constexpr int kPer = kKeys * kChunks / kThreads;
   constexpr int kBatch = 4;
-  static_assert(kPer % kBatch == 0, "batches per thread");
+  static_assert(kPasses % kBatch == 0, "batches per thread");
+  const int c = threadIdx.x % kChunks, j0 = threadIdx.x / kChunks;
+  const uint32_t at0 = wgmma::swizzled_offset(kKeys, j0, c);
 #pragma unroll 1
-  for (int b0 = 0; b0 < kPer; b0 += kBatch) {
+  for (int b0 = 0; b0 < kPasses; b0 += kBatch) {
     uint2 kr[kBatch], vr[kBatch];
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
-      const int i = threadIdx.x + (b0 + n) * kThreads;
-      const int key = base + i / kChunks;
+      const int key = base + j0 + (b0 + n) * kRowsPerPass;
       kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to bf16 +0: the bf16 path's zeros
       if (key <= src.last_pos) {
-        const int64_t e = src.element(key, i % kChunks);
+        const int64_t e = src.element(key, c);
         kr[n] = *reinterpret_cast<const uint2*>(cache.k8 + e);
         vr[n] = *reinterpret_cast<const uint2*>(cache.v8 + e);
       }
     }
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
-      const int i = threadIdx.x + (b0 + n) * kThreads;
-      const uint32_t at = wgmma::swizzled_offset(kKeys, i / kChunks, i % kChunks);
+      const uint32_t at = at0 + (b0 + n) * kRowsPerPass * 128;
       st_shared16(k_s + at, fp8x8_to_bf16x8(kr[n]));
       st_shared16(v_s + at, fp8x8_to_bf16x8(vr[n]));
     }
@@ -133,6 +138,102 @@ __device__ __forceinline__ void load_chunk(uint32_t k_s, uint32_t v_s, int base,
   }
 }
 
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// S = q . K^T of the warpgroup's 64 slots and a chunk's 128 keys, over head_dim in 8 steps of
+// 16: 32 bytes further along a swizzled row each step, the next atom after four.
+__device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
+  wgmma::fence();
+#pragma unroll
+  for (int st = 0; st < kHeadDim / 16; ++st) {
+    const uint32_t col = (st % 4) * 32;
+    const uint64_t a = wgmma::descriptor(q_wg + (st / 4) * kSlots * 128 + col, 16, 1024);
+    const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + col, 16, 1024);
+    wgmma::mma_ss(s, a, b, st > 0);
+  }
+  wgmma::commit();
+  wgmma::wait<0>();
+  wgmma::hold(s);
+}
+
+// The thread's two query rows: positions, the online softmax's running max and sum.
+struct Rows {
+  int pos[2];
+  int first;  // the smaller position
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.0f, 0.0f};
+};
+
+// The causal mask (only where the chunk at `base` reaches past one of the thread's queries), the
+// online softmax per query row (each row's 128 scores lie in the 4 threads of a group), o
+// rescaled, and P as bf16 in the A fragments of O += P . V (16 keys a step).
+__device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
+                                        float (&o)[64], Rows& rows, int base, int tig) {
+  const bool masked = base + kKeys - 1 > rows.first;
+  float chunk_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    const int h = (i % 4) / 2;
+    if (masked) {
+      const int key = base + (i / 4) * 8 + tig * 2 + (i % 2);
+      if (key > rows.pos[h]) s[i] = -INFINITY;
+    }
+    chunk_max[h] = fmaxf(chunk_max[h], s[i]);
+  }
+  float ref[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
+    chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
+    const float m_new = fmaxf(rows.m[h], chunk_max[h]);
+    ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
+    const float alpha = exp2_approx(rows.m[h] - ref[h]);
+    rows.m[h] = m_new;
+    rows.l[h] *= alpha;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      o[4 * j + 2 * h] *= alpha;
+      o[4 * j + 2 * h + 1] *= alpha;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    s[i] = exp2_approx(s[i] - ref[(i % 4) / 2]);
+    rows.l[(i % 4) / 2] += s[i];
+  }
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
+    p[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+    p[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+    p[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+
+// O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the two
+// 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
+__device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
+                                           uint32_t v_s) {
+  wgmma::hold(o);
+  wgmma::fence();
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    wgmma::mma_rs_b_mn_major(o, p[kk], wgmma::descriptor(v_s + kk * 16 * 128, kAtomBytes, 1024));
+  }
+  wgmma::commit();
+  wgmma::wait<0>();
+  wgmma::hold(o);
+}
+
+// The two warpgroups run a chunk apart, so that one's softmax overlaps the other's MMAs: in
+// step n (after the barrier that publishes chunk n), warpgroup 0 computes chunk n whole, while
+// warpgroup 1 finishes chunk n - 1 (softmax, P . V) and then computes chunk n's scores, which it
+// keeps in registers for step n + 1. Three stages: chunk n + 1 loads while chunks n and n - 1
+// are read.
 template <bool FP8>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_wgmma_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
@@ -187,13 +288,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // This thread's two query slots (rows g and g + 8 of its warp's 16) and their positions.
-  int pos[2];
-  int thread_first = INT_MAX;
+  Rows rows;
+  rows.first = INT_MAX;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = (wg * 64 + warp * 16 + g + 8 * h) / group;
-    pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
-    thread_first = min(thread_first, pos[h]);
+    rows.pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
+    rows.first = min(rows.first, rows.pos[h]);
   }
   // The warpgroup's last query position (rows are in position order): chunks past it hold only
   // keys its queries cannot see. The same for every thread of the warpgroup, as the MMAs need.
@@ -203,100 +304,46 @@ __global__ void __launch_bounds__(kThreads, 1)
                           : -1;
 
   float o[64], s[64];
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  uint32_t p[kKeys / 16][4];
   const uint32_t q_wg = q_s + wg * 64 * 128;
+  const int num_chunks = src.last_pos / kKeys + 1;
+  bool scored = false;  // warpgroup 1: the previous chunk's scores wait in s
 
-  int stage = 0;
-  for (int base = 0; base <= src.last_pos; base += kKeys, stage ^= 1) {
-    if constexpr (!FP8) cp_async_wait_all();  // this chunk (the only group in flight)
-    wgmma::fence_shared_for_async();
-    // Every thread's writes of this chunk (and q) are visible, and every warpgroup is done with
-    // the chunk before it, whose buffer the next copies overwrite.
+  for (int n = 0; n <= num_chunks; ++n) {
+    if (n < num_chunks) {
+      if constexpr (!FP8) cp_async_wait_all();  // chunk n (the only group in flight)
+      wgmma::fence_shared_for_async();
+    }
+    // Chunk n (and q) is visible to every thread, and the buffer chunk n + 1 goes into (chunk
+    // n - 2's) is read by nobody any more.
     __syncthreads();
-    if (base + kKeys <= src.last_pos) {
-      load_chunk<FP8>(k_base + (stage ^ 1) * kTileBytes, v_base + (stage ^ 1) * kTileBytes,
-                      base + kKeys, src, cache);
+    if (n + 1 < num_chunks) {
+      const uint32_t next = (n + 1) % kStages * kTileBytes;
+      load_chunk<FP8>(k_base + next, v_base + next, (n + 1) * kKeys, src, cache);
     }
-    if (base > wg_last) continue;
-    const uint32_t k_s = k_base + stage * kTileBytes;
-    const uint32_t v_s = v_base + stage * kTileBytes;
-
-    // S = q . K^T over head_dim in 8 steps of 16: 32 bytes further along a swizzled row each
-    // step, the next atom after four.
-    wgmma::fence();
-#pragma unroll
-    for (int st = 0; st < kHeadDim / 16; ++st) {
-      const uint32_t col = (st % 4) * 32;
-      const uint64_t a = wgmma::descriptor(q_wg + (st / 4) * kSlots * 128 + col, 16, 1024);
-      const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + col, 16, 1024);
-      wgmma::mma_ss(s, a, b, st > 0);
-    }
-    wgmma::commit();
-    wgmma::wait<0>();
-    wgmma::hold(s);
-
-    // Causal mask (only where the chunk reaches past one of the thread's queries), then the
-    // online softmax per query row: each row's 128 scores lie in the 4 threads of a group.
-    const bool masked = base + kKeys - 1 > thread_first;
-    float chunk_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      const int h = (i % 4) / 2;
-      if (masked) {
-        const int key = base + (i / 4) * 8 + tig * 2 + (i % 2);
-        if (key > pos[h]) s[i] = -INFINITY;
+    const uint32_t here = n % kStages * kTileBytes;
+    const bool visible = n < num_chunks && n * kKeys <= wg_last;
+    if (wg == 0) {
+      if (visible) {
+        scores(s, q_wg, k_base + here);
+        softmax(s, p, o, rows, n * kKeys, tig);
+        accumulate(o, p, v_base + here);
       }
-      chunk_max[h] = fmaxf(chunk_max[h], s[i]);
-    }
-    float ref[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
-      chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
-      const float m_new = fmaxf(m[h], chunk_max[h]);
-      ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
-      const float alpha = exp2f(m[h] - ref[h]);
-      m[h] = m_new;
-      l[h] *= alpha;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        o[4 * j + 2 * h] *= alpha;
-        o[4 * j + 2 * h + 1] *= alpha;
+    } else {
+      if (scored) {
+        softmax(s, p, o, rows, (n - 1) * kKeys, tig);
+        accumulate(o, p, v_base + (n + kStages - 1) % kStages * kTileBytes);
       }
+      scored = visible;
+      if (visible) scores(s, q_wg, k_base + here);
     }
-    uint32_t p[kKeys / 16][4];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      s[i] = exp2f(s[i] - ref[(i % 4) / 2]);
-      l[(i % 4) / 2] += s[i];
-    }
-    // P's accumulator fragments, as bf16, are the A fragments of O += P . V (16 keys a step).
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-      p[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-      p[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-      p[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-
-    // O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the
-    // two 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
-    wgmma::hold(o);
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      wgmma::mma_rs_b_mn_major(o, p[kk], wgmma::descriptor(v_s + kk * 16 * 128, kAtomBytes, 1024));
-    }
-    wgmma::commit();
-    wgmma::wait<0>();
-    wgmma::hold(o);
   }
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = l[h];
+    float sum = rows.l[h];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int slot = wg * 64 + warp * 16 + g + 8 * h;
