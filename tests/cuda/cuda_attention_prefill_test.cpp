@@ -121,9 +121,14 @@ struct OnDevice {
   DeviceBuffer k, v, qkv, positions, row_seq, seq_offset, blocks, out, tiles;
 
   explicit OnDevice(const Problem& pr)
-      : p(pr), k(testing::upload(pr.k)), v(testing::upload(pr.v)), qkv(testing::upload(pr.qkv)),
-        positions(testing::upload(pr.positions)), row_seq(testing::upload(pr.row_seq)),
-        seq_offset(testing::upload(pr.seq_offset)), blocks(testing::upload(pr.blocks)),
+      : p(pr),
+        k(testing::upload(pr.k)),
+        v(testing::upload(pr.v)),
+        qkv(testing::upload(pr.qkv)),
+        positions(testing::upload(pr.positions)),
+        row_seq(testing::upload(pr.row_seq)),
+        seq_offset(testing::upload(pr.seq_offset)),
+        blocks(testing::upload(pr.blocks)),
         out(static_cast<size_t>(pr.num_rows) * pr.shape.num_heads * pr.shape.head_dim * 2) {}
 
   cuda::RowInputs in() const {
@@ -135,15 +140,21 @@ struct OnDevice {
     return r;
   }
 
+  // The bf16 cache (k, v); with its size, so that the wgmma kernel may copy it in bulk.
+  cuda::LayerCache bf16_cache(bool sized = true) const {
+    cuda::LayerCache c{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
+    if (sized) c.num_slots = p.num_blocks * p.block_size;
+    return c;
+  }
+
   // Attention over tiles of at most tile_rows rows (0: the kernel's own size), into `out`
-  // poisoned beforehand; cache: bf16 (k, v) unless given.
-  std::vector<uint16_t> run(int tile_rows = 0, const cuda::LayerCache* fp8 = nullptr) {
+  // poisoned beforehand; cache: the sized bf16 cache unless given.
+  std::vector<uint16_t> run(int tile_rows = 0, const cuda::LayerCache* given = nullptr) {
     const int n = tile_rows > 0 ? tile_rows : cuda::prefill_tile_rows(p.shape);
     const std::vector<int32_t> t = p.tiles(n);
     tiles = testing::upload(t);
     PACELINE_CUDA_CHECK(cudaMemset(out.as<void>(), 0xff, out.bytes()));
-    const cuda::LayerCache cache =
-        fp8 != nullptr ? *fp8 : cuda::LayerCache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
+    const cuda::LayerCache cache = given != nullptr ? *given : bf16_cache();
     PACELINE_CUDA_CHECK(cuda::launch_attention_prefill(qkv.as<float>(), tiles.as<int32_t>(),
                                                        static_cast<int>(t.size() / 3), p.shape,
                                                        in(), cache, out.as<cuda::bf16>(), nullptr));
@@ -178,8 +189,8 @@ struct Case {
   int block_size;
 };
 
-const std::vector<Chunk> kChunks = {{0, 1}, {0, 37}, {100, 50}, {1000, 129}, {0, 300}, {31, 1},
-                                    {64, 64}, {4000, 3}};
+const std::vector<Chunk> kChunks = {{0, 1},   {0, 37}, {100, 50}, {1000, 129},
+                                    {0, 300}, {31, 1}, {64, 64},  {4000, 3}};
 const std::vector<Case> kCases = {
     {{32, 8, 128}, 16},  // Qwen3-8B
     {{32, 4, 128}, 7},   // group 8, blocks of 7 (no shift) on the wgmma kernel
@@ -212,9 +223,27 @@ TEST(CudaPrefillAttention, RowBitsDoNotDependOnTheTiling) {
     const std::vector<uint16_t> full = d.run();
     for (int n : {1, 5}) {
       const std::vector<uint16_t> other = d.run(n);
-      EXPECT_EQ(testing::count_differing(other, full), 0u) << "tiles of " << n << " rows, heads " << c.shape.num_heads << "/"
-                            << c.shape.num_kv_heads << ", head_dim " << c.shape.head_dim;
+      EXPECT_EQ(testing::count_differing(other, full), 0u)
+          << "tiles of " << n << " rows, heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
+          << ", head_dim " << c.shape.head_dim;
     }
+  }
+}
+
+// The wgmma kernel copies whole chunks of a sized cache with the bulk tensor copies and the rest
+// (the last chunk, or a cache of unknown size) thread by thread: the same values in the same
+// places, so the same bits.
+TEST(CudaPrefillAttention, BulkCopiesGiveTheBitsOfThreadCopies) {
+  PACELINE_REQUIRE_GPU();
+  uint64_t seed = 300;
+  for (const Case& c : kCases) {
+    Problem p(c.shape, c.block_size, kChunks, seed++);
+    OnDevice d(p);
+    const std::vector<uint16_t> bulk = d.run();
+    const cuda::LayerCache unsized = d.bf16_cache(false);
+    EXPECT_EQ(testing::count_differing(d.run(0, &unsized), bulk), 0u)
+        << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
+        << c.shape.head_dim << ", block " << c.block_size;
   }
 }
 
@@ -231,8 +260,9 @@ TEST(CudaPrefillAttention, Fp8CacheMatchesTheBf16CacheOnTheWidenedValuesBitForBi
     DeviceBuffer dk = testing::upload(k8), dv = testing::upload(v8);
     const cuda::LayerCache cache = testing::fp8_layer_cache(dk, dv, p.block_size);
     const std::vector<uint16_t> fp8 = d.run(0, &cache);
-    EXPECT_EQ(testing::count_differing(fp8, widened), 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
-                          << ", head_dim " << c.shape.head_dim << ", block " << c.block_size;
+    EXPECT_EQ(testing::count_differing(fp8, widened), 0u)
+        << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
+        << c.shape.head_dim << ", block " << c.block_size;
   }
 }
 
@@ -247,20 +277,26 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
   }
   using Launch = cudaError_t (*)(const float*, const int32_t*, int, AttentionShape, cuda::RowInputs,
                                  cuda::LayerCache, cuda::bf16*, cudaStream_t);
+  const AttentionShape qwen3_8b{32, 8, 128};
   const struct {
     const char* name;
     Launch launch;
     int tile_rows;
-  } kernels[] = {{"wgmma", cuda::launch_attention_prefill_wgmma, cuda::prefill_wgmma_tile_rows({32, 8, 128})},
-                 {"mma.sync", cuda::launch_attention_prefill_mma, cuda::prefill_mma_tile_rows({32, 8, 128})}};
+    bool sized;  // the wgmma kernel copies a sized cache in bulk
+  } kernels[] = {{"wgmma", cuda::launch_attention_prefill_wgmma,
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), true},
+                 {"wgmma, thread copies", cuda::launch_attention_prefill_wgmma,
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), false},
+                 {"mma.sync", cuda::launch_attention_prefill_mma,
+                  cuda::prefill_mma_tile_rows(qwen3_8b), false}};
   for (const Chunk chunk : {Chunk{0, 8192}, Chunk{0, 32768}, Chunk{30720, 2048}}) {
-    Problem p({32, 8, 128}, 16, {chunk}, 9);
+    Problem p(qwen3_8b, 16, {chunk}, 9);
     OnDevice d(p);
-    const cuda::LayerCache cache{d.k.as<cuda::bf16>(), d.v.as<cuda::bf16>(), p.block_size};
     double keys_seen = 0;
     for (int r = 0; r < chunk.rows; ++r) keys_seen += chunk.cached + r + 1;
     const double flops = 4.0 * 32 * 128 * keys_seen;
     for (const auto& k : kernels) {
+      const cuda::LayerCache cache = d.bf16_cache(k.sized);
       const std::vector<int32_t> t = p.tiles(k.tile_rows);
       d.tiles = testing::upload(t);
       std::vector<float> ms;
@@ -280,8 +316,9 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
       }
       std::sort(ms.begin(), ms.end());
       const double median = ms[ms.size() / 2];
-      std::printf("[ prefill bench ] %-8s %5d rows after %5d cached, one layer: %.3f ms, %.0f TFLOP/s\n",
-                  k.name, chunk.rows, chunk.cached, median, flops / median / 1e9);
+      std::printf(
+          "[ prefill bench ] %-20s %5d rows after %5d cached, one layer: %.3f ms, %.0f TFLOP/s\n",
+          k.name, chunk.rows, chunk.cached, median, flops / median / 1e9);
       cudaEventDestroy(a);
       cudaEventDestroy(b);
     }
@@ -292,5 +329,7 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
 }  // namespace paceline
 
 #else
-TEST(CudaPrefillAttention, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+TEST(CudaPrefillAttention, NeedsCudaBuild) {
+  GTEST_SKIP() << "this build has no CUDA";
+}
 #endif

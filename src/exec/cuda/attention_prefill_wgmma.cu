@@ -15,7 +15,10 @@
 
 #include "exec/cuda/attention_prefill_wgmma.cuh"
 #include "exec/cuda/kv_fp8.cuh"
+#include "exec/cuda/tma.cuh"
 #include "exec/cuda/wgmma.cuh"
+
+#include <cudaTypedefs.h>
 
 namespace paceline::cuda {
 namespace {
@@ -237,8 +240,11 @@ __device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[k
 template <bool FP8>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_wgmma_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
-                                   RowInputs in, LayerCache cache, bf16* out) {
+                                   RowInputs in, LayerCache cache, bf16* out,
+                                   const __grid_constant__ CUtensorMap k_map,
+                                   const __grid_constant__ CUtensorMap v_map, bool bulk) {
   extern __shared__ unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t full[kStages];  // bulk copies of each stage's chunk landed
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t q_s = (raw + 1023u) & ~1023u;  // swizzle atoms need 1,024-byte alignment
   const uint32_t k_base = q_s + kQBytes;
@@ -268,8 +274,39 @@ __global__ void __launch_bounds__(kThreads, 1)
                         kv_size,
                         kv_head,
                         in.positions[first_row + tile_rows - 1]};
+  const int num_chunks = src.last_pos / kKeys + 1;
+  const uint32_t full0 = smem_addr(&full[0]);
+  // Chunk c comes by bulk tensor copies when they are set up and it holds no key past last_pos
+  // (the last chunk comes by per-thread copies, which write zeros past it).
+  auto by_bulk = [&](int c) { return bulk && (c + 1) * kKeys - 1 <= src.last_pos; };
+  auto issue = [&](int c) {
+    const uint32_t at = c % kStages * kTileBytes;
+    if (!by_bulk(c)) {
+      load_chunk<FP8>(k_base + at, v_base + at, c * kKeys, src, cache);
+      return;
+    }
+    if (threadIdx.x != 0) return;
+    const uint32_t bar = full0 + c % kStages * 8;
+    tma::barrier_expect_bytes(bar, 2 * kTileBytes);
+    const int first_block = c * kKeys / src.block_size;
+    for (int b = 0; b < kKeys / src.block_size; ++b) {
+      const int y = src.blocks[first_block + b] * src.block_size;
+      const uint32_t row = b * src.block_size * 128;
+#pragma unroll
+      for (int atom = 0; atom < kHeadDim / 64; ++atom) {
+        const int x = kv_head * kHeadDim + atom * 64;
+        tma::load_2d(k_base + at + atom * kAtomBytes + row, &k_map, x, y, bar);
+        tma::load_2d(v_base + at + atom * kAtomBytes + row, &v_map, x, y, bar);
+      }
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) tma::barrier_init(full0 + 8 * i, 1);
+    tma::barrier_init_fence();
+  }
+  __syncthreads();
   // The first chunk is on its way while q is staged.
-  load_chunk<FP8>(k_base, v_base, 0, src, cache);
+  issue(0);
 
   const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
   for (int i = threadIdx.x; i < kSlots * kChunks; i += kThreads) {
@@ -308,21 +345,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
   uint32_t p[kKeys / 16][4];
   const uint32_t q_wg = q_s + wg * 64 * 128;
-  const int num_chunks = src.last_pos / kKeys + 1;
   bool scored = false;  // warpgroup 1: the previous chunk's scores wait in s
 
   for (int n = 0; n <= num_chunks; ++n) {
     if (n < num_chunks) {
-      if constexpr (!FP8) cp_async_wait_all();  // chunk n (the only group in flight)
+      if (by_bulk(n)) {
+        tma::barrier_wait(full0 + n % kStages * 8, (n / kStages) & 1);
+      } else if constexpr (!FP8) {
+        cp_async_wait_all();  // chunk n (the only group in flight)
+      }
       wgmma::fence_shared_for_async();
     }
     // Chunk n (and q) is visible to every thread, and the buffer chunk n + 1 goes into (chunk
     // n - 2's) is read by nobody any more.
     __syncthreads();
-    if (n + 1 < num_chunks) {
-      const uint32_t next = (n + 1) % kStages * kTileBytes;
-      load_chunk<FP8>(k_base + next, v_base + next, (n + 1) * kKeys, src, cache);
-    }
+    if (n + 1 < num_chunks) issue(n + 1);
     const uint32_t here = n % kStages * kTileBytes;
     const bool visible = n < num_chunks && n * kKeys <= wg_last;
     if (wg == 0) {
@@ -360,16 +397,49 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+// A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
+// columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
+// refuses the shape.
+bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
+                   CUtensorMap* map) {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                           cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
+               : nullptr;
+  }();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_size), static_cast<cuuint64_t>(num_slots)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_size) * sizeof(bf16)};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(block_size)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(plane), dims, strides,
+                box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
+  // Bulk copies: a bf16 cache whose size is known, blocks of whole 8-row swizzle groups that
+  // tile a chunk.
+  const int bs = cache.block_size;
+  const int kv_size = shape.num_kv_heads * kHeadDim;
+  CUtensorMap k_map{}, v_map{};
+  const bool bulk = !FP8 && cache.num_slots > 0 && bs % 8 == 0 && kKeys % bs == 0 &&
+                    kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, &k_map) &&
+                    kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, &v_map);
   static const cudaError_t attribute = cudaFuncSetAttribute(
       attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
       static_cast<int>(kSmemBytes));
   if (attribute != cudaSuccess) return attribute;
   dim3 grid(num_tiles, shape.num_kv_heads);
-  attention_prefill_wgmma_kernel<FP8>
-      <<<grid, kThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in, cache, out);
+  attention_prefill_wgmma_kernel<FP8><<<grid, kThreads, kSmemBytes, stream>>>(
+      qkv, tiles, shape, in, cache, out, k_map, v_map, bulk);
   return cudaGetLastError();
 }
 

@@ -77,6 +77,7 @@ LayerCache CudaModel::layer_cache(int64_t layer) const {
     c.v = c.k + layer_elems;
   }
   c.block_size = static_cast<int>(kv_shape_.block_size);
+  c.num_slots = kv_shape_.num_blocks * kv_shape_.block_size;
   return c;
 }
 

@@ -33,6 +33,7 @@ struct LayerCache {
   int block_size = 16;
   uint8_t* k8 = nullptr;
   uint8_t* v8 = nullptr;
+  int64_t num_slots = 0;  // slots of k and v (0: not said; the bulk tensor copies need it)
   __host__ __device__ bool fp8() const { return k8 != nullptr; }
 };
 
