@@ -3,8 +3,9 @@
 // consecutive rows of one sequence and one KV head; its 128 query slots are (row, head of the
 // group) pairs, 64 per warpgroup, so GQA heads share every K/V chunk. q waits in shared memory
 // (bf16, pre-scaled by log2(e) / sqrt(head_dim)), and keys stream through shared memory 128 at a
-// time from the paged cache, double buffered: after a chunk's barrier, cp.async fills the other
-// buffer while the warpgroups compute (an FP8 cache is widened to bf16 on its way in instead).
+// time from the paged cache in three stages: after a chunk's barrier, the next chunk's copies
+// start while the warpgroups compute (bulk tensor copies of whole blocks for a sized bf16 cache,
+// cp.async otherwise; an FP8 cache is widened to bf16 on its way in instead).
 // Per chunk a warpgroup issues S = q . K^T (8 MMAs of k16 from shared memory), masks and runs the
 // online softmax in registers (base 2), and O += P . V with P from registers, as bf16, and V read
 // MN-major. Causal and varlen: a query sees the keys at positions <= its own. A query's result
