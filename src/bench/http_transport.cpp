@@ -89,9 +89,12 @@ std::string request_body(const RequestSpec& spec, const HttpTransportOptions& op
   if (options.endpoint == Endpoint::kChat) {
     // Built in place: only the marker needs JSON escaping, the filler words never do.
     std::string marker = nlohmann::json(spec.marker).dump();
-    body += R"(,"messages":[{"role":"user","content":)";
-    body.append(marker, 0, marker.size() - 1);  // without the closing quote
+    marker = marker.substr(1, marker.size() - 2);  // without the quotes
+    const bool lead = marker_leads(spec);
+    body += R"(,"messages":[{"role":"user","content":")";
+    if (lead) body += marker;
     append_prompt_words(body, spec, options.text);
+    if (!lead) body += marker;
     body += "\"}]";
   } else {
     std::vector<int32_t> tokens = synthesize_prompt_tokens(spec, options.tokens);

@@ -81,9 +81,15 @@ std::span<const std::string_view> filler_words() {
   return kWords;
 }
 
+bool marker_leads(const RequestSpec& spec) {
+  return !spec.hash_ids.empty();
+}
+
 std::string synthesize_prompt_text(const RequestSpec& spec, const TextPromptConfig& config) {
-  std::string text = spec.marker;
+  const bool lead = marker_leads(spec);
+  std::string text = lead ? spec.marker : std::string();
   append_prompt_words(text, spec, config);
+  if (!lead) text += spec.marker;
   return text;
 }
 

@@ -122,6 +122,7 @@ std::string served_model_name(const ServeOptions& o, const LoadedModel& m) {
 void add_serve_options(CLI::App& cmd, ServeOptions& o) {
   add_model_options(cmd, o.model);
   add_engine_options(cmd, o.engine);
+  add_pace_options(cmd, o.pace);
   cmd.add_option("--host", o.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", o.port, "port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
@@ -176,8 +177,10 @@ int run_serve(const ServeOptions& o) {
   MetricsRegistry metrics;
   metrics.set_prefix(metrics_prefix);
   metrics.set_constant_labels({{"model_name", served_model_name(o, m)}});
-  Engine engine(ec.scheduler, make_executor(o.model, m, ec.scheduler), clock, &metrics,
-                &ec.delayer_sources);
+  std::unique_ptr<Executor> executor =
+      o.pace.profile.empty() ? make_executor(o.model, m, ec.scheduler)
+                             : make_paced_null_executor(o.model, m, o.pace, clock);
+  Engine engine(ec.scheduler, std::move(executor), clock, &metrics, &ec.delayer_sources);
   if (step_log) engine.set_step_log(std::move(step_log), o.model.device, m.config.name);
 
   const int64_t max_model_len = fit_max_model_len(

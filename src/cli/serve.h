@@ -5,12 +5,14 @@
 
 #include "cli/engine_options.h"
 #include "cli/model_options.h"
+#include "cli/paced_null.h"
 
 namespace paceline {
 
 struct ServeOptions {
   ModelOptions model;
   EngineOptions engine;
+  PaceOptions pace;  // --pace-profile: the null executor at a simulator profile's speed
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string served_model_name;  // default: the model config's name

@@ -14,13 +14,6 @@ SimExecutor::SimExecutor(const CostModel& cost, ExecutorCapabilities capabilitie
       noise_(noise),
       clock_(clock) {}
 
-int64_t SimExecutor::transfer_ns(const KvTransfers& t) const {
-  if (t.empty() || bytes_per_s_ <= 0) return 0;
-  // D2H and H2D run at once (PCIe is full duplex): the longer direction counts.
-  const auto blocks = static_cast<double>(std::max(t.stores.size(), t.loads.size()));
-  return std::llround(blocks * static_cast<double>(block_bytes_) / bytes_per_s_ * 1e9);
-}
-
 StepResult SimExecutor::execute(const StepPlan& plan) {
   StepResult result;
   result.step_id = plan.step_id;
@@ -38,7 +31,7 @@ StepResult SimExecutor::execute(const StepPlan& plan) {
     result.step_time_ns = std::max<int64_t>(1, std::llround(static_cast<double>(mean_ns) * f));
     stats_.noise_ns += result.step_time_ns - mean_ns;
   }
-  const int64_t copy_ns = transfer_ns(plan.kv_transfers);
+  const int64_t copy_ns = transfer_cost_.ns(plan.kv_transfers);
   result.step_time_ns += copy_ns;
   stats_.transfer_ns += copy_ns;
   ++stats_.steps;

@@ -7,6 +7,7 @@
 #include "exec/executor.h"
 #include "sim/cost_model.h"
 #include "sim/cost_model_step_cost.h"
+#include "sim/kv_transfer_cost.h"
 #include "sim/step_noise.h"
 
 namespace paceline::sim {
@@ -36,8 +37,7 @@ class SimExecutor final : public Executor {
   // A plan's kv_transfers cost (blocks × block_bytes) / bytes_per_s per direction, stores and
   // loads on their own copy streams, before the forward (as the CPU executor makes them).
   void set_transfer_cost(int64_t block_bytes, double bytes_per_s) {
-    block_bytes_ = block_bytes;
-    bytes_per_s_ = bytes_per_s;
+    transfer_cost_ = {block_bytes, bytes_per_s};
   }
 
   StepResult execute(const StepPlan& plan) override;
@@ -46,8 +46,6 @@ class SimExecutor final : public Executor {
   const SimExecutorStats& stats() const { return stats_; }
 
  private:
-  int64_t transfer_ns(const KvTransfers& transfers) const;
-
   const CostModel& cost_;
   CostModelStepCost step_cost_{cost_};
   ExecutorCapabilities capabilities_;
@@ -55,8 +53,7 @@ class SimExecutor final : public Executor {
   StepNoise noise_;
   const Clock* clock_;
   SimExecutorStats stats_;
-  int64_t block_bytes_ = 0;
-  double bytes_per_s_ = 0;
+  KvTransferCost transfer_cost_;
 };
 
 }  // namespace paceline::sim

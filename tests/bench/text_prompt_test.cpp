@@ -1,4 +1,5 @@
-// Text prompts: one word per token, shared blocks identical, the tail private, the marker first.
+// Text prompts: one word per token, shared blocks identical, the tail private, the marker first
+// (last in a prompt with no recorded block).
 // (The token counts on the real Qwen3 tokenizer are checked in tests/bench_e2e.)
 #include <gtest/gtest.h>
 
@@ -44,9 +45,26 @@ TEST(TextPrompt, OneWordPerTokenAfterTheMarker) {
   std::set<std::string> vocab;
   for (auto w : filler_words()) vocab.insert(std::string(w));
   for (const auto& w : words(text)) EXPECT_TRUE(vocab.count(w)) << w;
-  // Ids beyond the input are ignored; no ids: all tail.
+  // Ids beyond the input are ignored.
   EXPECT_EQ(words(synthesize_prompt_text(spec({1, 2, 3}, 100), config)).size(), 100u);
-  EXPECT_EQ(words(synthesize_prompt_text(spec({}, 9), config)).size(), 9u);
+}
+
+TEST(TextPrompt, APromptWithNoRecordedBlockEndsWithTheMarker) {
+  // A lane's one-token warmups: nothing recorded, so nothing shared with the play's turns, not
+  // even the marker (with the chat template it fills the play's first KV block).
+  TextPromptConfig config;
+  const std::string marker = kMarker;
+  const std::string text = synthesize_prompt_text(spec({}, 9, -1), config);
+  ASSERT_GE(text.size(), marker.size());
+  EXPECT_NE(text.substr(0, marker.size()), marker);
+  EXPECT_EQ(text.substr(text.size() - marker.size()), marker);
+  EXPECT_EQ(text[0], ' ');  // its own words first, all tail
+  std::istringstream in(text.substr(0, text.size() - marker.size()));
+  std::vector<std::string> tail;
+  for (std::string w; in >> w;) tail.push_back(w);
+  EXPECT_EQ(tail.size(), 9u);
+  // The marker still names the play: another play's warmup has other words.
+  EXPECT_NE(text, synthesize_prompt_text(spec({}, 9, -1, "[rid:000000000001]\n\n"), config));
 }
 
 TEST(TextPrompt, SharedBlocksAreIdenticalTailsAndOtherBlocksDiffer) {

@@ -87,5 +87,25 @@ TEST(TextPromptQwen3, SharedBlocksTokenizeToSharedPrefixes) {
             std::vector<int32_t>(late.begin(), late.begin() + static_cast<long>(marker_tokens)));
 }
 
+TEST(TextPromptQwen3, AWarmupSharesNoKvBlockWithItsPlaysTurns) {
+  // Through the chat template, a one-token warmup (no recorded block) and a turn of the same
+  // play share fewer tokens than one KV block of 16, so the warmup finds nothing of its play in
+  // the prefix cache and gives back nothing the play needs.
+  auto chat_ids = [&](const std::string& content) {
+    static const ChatTemplate chat =
+        *ChatTemplate::from_tokenizer_folder(PACELINE_SOURCE_DIR "/third_party/qwen3-tokenizer");
+    nlohmann::ordered_json m = nlohmann::ordered_json::array();
+    m.push_back({{"role", "user"}, {"content", content}});
+    return qwen3().encode(chat.render(m, nullptr, ChatTemplateOptions{}));
+  };
+  TextPromptConfig config;
+  config.overhead_tokens = kDefaultChatOverheadTokens;
+  const auto warmup = chat_ids(synthesize_prompt_text(spec(64, 0, -1), config));
+  const auto turn = chat_ids(synthesize_prompt_text(spec(64 * 12, 12, 4), config));
+  size_t common = 0;
+  while (common < warmup.size() && common < turn.size() && warmup[common] == turn[common]) ++common;
+  EXPECT_LT(common, 16u);
+}
+
 }  // namespace
 }  // namespace paceline::bench
