@@ -239,8 +239,16 @@ TEST(CudaPrefillAttention, BulkCopiesGiveTheBitsOfThreadCopies) {
   for (const Case& c : kCases) {
     Problem p(c.shape, c.block_size, kChunks, seed++);
     OnDevice d(p);
-    const std::vector<uint16_t> bulk = d.run();
+    const cuda::LayerCache sized = d.bf16_cache(true);
     const cuda::LayerCache unsized = d.bf16_cache(false);
+    // The sized cache takes the bulk copies wherever its blocks allow them (not a silent
+    // fallback to thread copies), the unsized one never.
+    const bool whole_groups = c.block_size % 8 == 0 && 128 % c.block_size == 0;
+    EXPECT_EQ(cuda::prefill_wgmma_bulk_copies(c.shape, sized),
+              whole_groups && cuda::prefill_wgmma_supported(c.shape))
+        << "block " << c.block_size;
+    EXPECT_FALSE(cuda::prefill_wgmma_bulk_copies(c.shape, unsized));
+    const std::vector<uint16_t> bulk = d.run();
     EXPECT_EQ(testing::count_differing(d.run(0, &unsized), bulk), 0u)
         << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
         << c.shape.head_dim << ", block " << c.block_size;

@@ -34,12 +34,16 @@ struct Shape {
 
 // Qwen3-8B's projections, and two odd ones: k not a multiple of the 64-wide k-blocks (a partial
 // block), n not a multiple of 16 (a partial warp tile) nor of 64 (a partial block tile), with
-// two split-K pieces (328) and with one (64, written without the workspace).
+// six split-K pieces of one k-block (328, a cluster of six) and with one (64, no cluster).
 const std::vector<Shape> kShapes = {
     {"qkv_proj", 4096, 6144},   {"o_proj", 4096, 4096}, {"gate_up_proj", 4096, 24576},
     {"down_proj", 12288, 4096}, {"odd", 328, 83},       {"one_piece", 64, 40},
 };
-constexpr size_t kProjections = 4;  // the first four
+// The bench's shapes: the four projections and lm_head.
+const std::vector<Shape> kBenchShapes = {
+    {"qkv_proj", 4096, 6144},     {"o_proj", 4096, 4096},   {"gate_up_proj", 4096, 24576},
+    {"down_proj", 12288, 4096},   {"lm_head", 4096, 151936},
+};
 constexpr int64_t kRows = 64;
 
 std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
@@ -143,11 +147,11 @@ TEST(CudaGemmSmallM, MatchesDoubleReference) {
     std::vector<double> dot, abs_sum;
     reference(op, dot, abs_sum);
     const cuda::SmallMPlan plan = cuda::small_m_plan(s.k, s.n);
-    std::printf("[ small-m ] %s k %lld n %lld: %lld feature tiles x %lld pieces of %lld chunks\n",
+    std::printf("[ small-m ] %s k %lld n %lld: %lld feature tiles x %lld pieces of %lld k-blocks\n",
                 s.name, static_cast<long long>(s.k), static_cast<long long>(s.n),
                 static_cast<long long>(plan.tiles), static_cast<long long>(plan.pieces),
-                static_cast<long long>(plan.chunks_per_piece));
-    for (int64_t rows : {1, 3, 8, 17, 64}) {
+                static_cast<long long>(plan.blocks_per_piece));
+    for (int64_t rows : {1, 3, 8, 12, 17, 64}) {
       for (float beta : {0.0f, 1.0f}) {
         const std::vector<float> y = op.run(g, rows, rows, beta, identity(rows));
         double worst = 0.0;
@@ -391,8 +395,7 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
   PACELINE_CUDA_CHECK(cudaEventCreate(&a));
   PACELINE_CUDA_CHECK(cudaEventCreate(&b));
   constexpr int kCalls = 20, kTimings = 25;
-  for (size_t si = 0; si < kProjections; ++si) {
-    const Shape& s = kShapes[si];
+  for (const Shape& s : kBenchShapes) {
     const size_t wbytes = static_cast<size_t>(s.n * s.k) * 2;
     const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / wbytes + 1);
     std::vector<DeviceBuffer> ws;
@@ -406,8 +409,7 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
     PACELINE_CUDA_CHECK(cudaMemset(x.as<void>(), 0x3c, x.bytes()));
     PACELINE_CUDA_CHECK(cudaMemset(y.as<void>(), 0, y.bytes()));
     const float beta = s.n == 4096 ? 1.0f : 0.0f;  // o_proj and down_proj add to the residual
-    g.reserve_small_m(s.k, s.n);
-    for (int64_t rows : {1, 8, 16, 64}) {
+    for (int64_t rows : {1, 8, 16, 32, 64}) {
       double ms[2] = {0, 0};
       for (int path = 0; path < 2; ++path) {
         const int64_t small = path == 0 ? rows : 0;

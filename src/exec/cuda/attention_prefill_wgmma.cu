@@ -423,17 +423,24 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The tensor maps of a bf16 cache's planes when its size is known and its blocks are whole
+// 8-row swizzle groups that tile a chunk; false otherwise (the kernel then copies by threads).
+bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map,
+                      CUtensorMap* v_map) {
+  const int bs = cache.block_size;
+  const int kv_size = shape.num_kv_heads * kHeadDim;
+  return !cache.fp8() && cache.num_slots > 0 && bs % 8 == 0 &&
+         kKeys % bs == 0 && kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, k_map) &&
+         kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
+}
+
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
   // Bulk copies: a bf16 cache whose size is known, blocks of whole 8-row swizzle groups that
   // tile a chunk.
-  const int bs = cache.block_size;
-  const int kv_size = shape.num_kv_heads * kHeadDim;
   CUtensorMap k_map{}, v_map{};
-  const bool bulk = !FP8 && cache.num_slots > 0 && bs % 8 == 0 && kKeys % bs == 0 &&
-                    kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, &k_map) &&
-                    kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, &v_map);
+  const bool bulk = !FP8 && bulk_tensor_maps(shape, cache, &k_map, &v_map);
   static const cudaError_t attribute = cudaFuncSetAttribute(
       attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
       static_cast<int>(kSmemBytes));
@@ -445,6 +452,11 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
 }
 
 }  // namespace
+
+bool prefill_wgmma_bulk_copies(AttentionShape shape, LayerCache cache) {
+  CUtensorMap k_map{}, v_map{};
+  return prefill_wgmma_supported(shape) && bulk_tensor_maps(shape, cache, &k_map, &v_map);
+}
 
 bool prefill_wgmma_supported(AttentionShape shape) {
   if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0) return false;

@@ -27,12 +27,6 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
   inv_freq_ = DeviceBuffer(inv_freq.size() * sizeof(float));
   PACELINE_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), inv_freq.data(), inv_freq_.bytes(),
                                  cudaMemcpyHostToDevice));
-  // The small-M GEMM's workspace for every projection, now: a graph capture allocates nothing.
-  const int64_t qkv_width = config.q_size() + 2 * config.kv_size();
-  gemm_.reserve_small_m(config.hidden_size, qkv_width);
-  gemm_.reserve_small_m(config.q_size(), config.hidden_size);
-  gemm_.reserve_small_m(config.hidden_size, 2 * config.intermediate_size);
-  gemm_.reserve_small_m(config.intermediate_size, config.hidden_size);
 }
 
 AttentionShape CudaModel::attention_shape() const {

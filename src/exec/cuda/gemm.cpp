@@ -24,6 +24,7 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) 
   const char* chunked = std::getenv("PACELINE_GEMM_CHUNKED");
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
   small_m_ = gemm_small_m_enabled();
+  PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 
 Gemm::~Gemm() {
@@ -48,26 +49,6 @@ void Gemm::run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_
 void Gemm::run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
                     int64_t small_rows) {
   run(x, rows, k, w, n, y, CUDA_R_16BF, 0.0f, small_rows);
-}
-
-void Gemm::reserve_small_m(int64_t k, int64_t n) {
-  if (!small_m_) return;
-  const auto ws = static_cast<size_t>(small_m_workspace_floats(k, n)) * sizeof(float);
-  const auto counters = static_cast<size_t>(small_m_counters(n)) * sizeof(int32_t);
-  if (ws <= small_workspace_.bytes() && counters <= small_counters_.bytes()) return;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  PACELINE_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
-  if (capture != cudaStreamCaptureStatusNone) {
-    fail("small-M GEMM of k {} n {}: its workspace was not reserved before the CUDA graph capture",
-         k, n);
-  }
-  if (ws > small_workspace_.bytes()) small_workspace_.reserve(ws);
-  if (counters > small_counters_.bytes()) {
-    // Once, ahead of the calls on the stream: every call leaves the counters at zero.
-    small_counters_.reserve(counters);
-    PACELINE_CUDA_CHECK(
-        cudaMemsetAsync(small_counters_.as<void>(), 0, small_counters_.bytes(), stream_));
-  }
 }
 
 const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate) {
@@ -135,13 +116,12 @@ void Gemm::run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n,
   const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
   int64_t first = 0;
   if (small_m_ && small_rows > 0 && small_m_supported(k)) {
-    reserve_small_m(k, n);
     first = std::min(small_rows, rows);
     for (int64_t r = 0; r < first; r += kSmallMLaunchRows) {
       PACELINE_CUDA_CHECK(launch_gemm_small_m(
           x + r * k, static_cast<int>(std::min(kSmallMLaunchRows, first - r)), k, w, n,
           static_cast<char*>(y) + static_cast<size_t>(r * n) * y_size, y_type == CUDA_R_16BF, beta,
-          small_workspace_.as<float>(), small_counters_.as<int32_t>(), stream_));
+          stream_));
     }
   }
   if (first < rows) {

@@ -61,10 +61,6 @@ class Gemm {
                float beta = 0.0f, int64_t small_rows = 0);
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
                 int64_t small_rows = 0);
-  // Allocates the small-M kernel's workspace for (k, n) now, so that no later call (in a graph
-  // capture) needs to; a call that would need more during a capture throws. Nothing when the
-  // small-M kernel is off.
-  void reserve_small_m(int64_t k, int64_t n);
   void set_small_m(bool on) { small_m_ = on; }
   bool small_m() const { return small_m_; }
 
@@ -100,8 +96,6 @@ class Gemm {
   std::map<Key, Plan> plans_;
   bool single_call_ = true;
   bool small_m_ = true;
-  DeviceBuffer small_workspace_;  // float partial sums of split-K pieces
-  DeviceBuffer small_counters_;   // int32 per feature tile, zero between calls
 };
 
 }  // namespace paceline::cuda

@@ -2,30 +2,60 @@
 // on the batch).
 #include "exec/cuda/gemm_small_m.h"
 
+#include <cooperative_groups.h>
+
 namespace paceline::cuda {
 namespace {
 
-constexpr int kThreads = 128;                                         // 4 warps, 16 features each
-constexpr int kBlocksPerChunk = static_cast<int>(kSmallMChunk / 64);  // k-blocks of 64
-// x rows in shared memory: 256 k plus 32 elements, a pitch of 576 bytes (64 mod 128), so the 8
-// rows one 16-byte load of a quarter warp touches (two rows, 64 bytes each) hit distinct banks.
-constexpr int kXPitch = static_cast<int>(kSmallMChunk) + 32;
+constexpr int kThreads = 128;  // 4 warps, 32 features each
+constexpr int kStages = static_cast<int>(kSmallMStages);
+constexpr int kFeatures = static_cast<int>(kSmallMFeatures);
+constexpr int kChunkBytes = static_cast<int>(kSmallMChunk) * 2;  // one row of a stage: 128 bytes
+constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB
+// Floats of a row of partial sums in shared memory: 4 more than the features, so that the
+// accumulators a warp stores (8 features x 4 rows two apart) fall in 32 distinct banks.
+constexpr int kPartPitch = kFeatures + 4;
 
-__device__ __forceinline__ uint4 load_weights(const bf16* p) {
-  // Streamed once: read-only path, not kept in L1.
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
+// A stage's row r (a weight row or a row of x) holds 64 k in 8 pieces of 16 bytes; piece c lies
+// at position c ^ (r % 8), so the 8 rows that one ldmatrix matrix reads (8 consecutive rows, one
+// piece each) fall in 8 distinct bank groups.
+__device__ __forceinline__ uint32_t swizzled(int r, int c) {
+  return static_cast<uint32_t>(r * kChunkBytes + ((c ^ (r & 7)) << 4));
 }
 
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory, bypassing L1; `valid` false writes zeros.
+__device__ __forceinline__ void copy16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void wait_groups() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r0), "=r"(r1)
+               : "r"(address));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 template <typename Out>
@@ -41,28 +71,32 @@ __device__ __forceinline__ void store_out<bf16>(bf16* y, float v, float beta) {
   *y = __float2bfloat16_rn(beta == 0.0f ? v : __fmaf_rn(beta, __bfloat162float(*y), v));
 }
 
-// One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kSmallMFeatures
-// features), split-K piece blockIdx.z. NT column tiles of 8 rows (a group's rows <= 8 NT). The
-// groups are the fastest grid dimension, so the blocks of one (tile, piece) run side by side and
-// all but the first find the weights in L2.
+template <int NT>
+constexpr int stage_bytes() {
+  return kWeightStageBytes + NT * 8 * kChunkBytes;
+}
+template <int NT>
+constexpr int shared_bytes() {
+  static_assert(NT * 8 * kPartPitch * 4 <= kStages * stage_bytes<NT>());
+  return kStages * stage_bytes<NT>();
+}
+
+// One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),
+// split-K piece blockIdx.z. NT column tiles of 8 rows (a group's rows <= 8 NT). The groups are
+// the fastest grid dimension, so the blocks of one (tile, piece) run side by side and all but the
+// first find the weights in L2.
 //
-// Fragments (PTX's m16n8k16 layouts, g = lane / 4, t = lane % 4): the MMA's k order is a
-// permutation of the real k, the same for the weights and x, so every thread loads 16
-// contiguous bytes. In a k-block of 64, thread t holds k [8t, 8t + 8) ("lo") and
-// [32 + 8t, 40 + 8t) ("hi") of weight rows g and g + 8 and of x row (8j + g) of column tile j;
-// MMA s of the block gives its k slots {2t, 2t + 1} the pair (s % 2) * 4 + {0, 1} and its slots
-// {2t + 8, 2t + 9} the pair (s % 2) * 4 + {2, 3} of lo (s < 2) or hi (s >= 2). Over t and s that
-// is each of the 64 k once, and the A and B registers carry the same k in the same slots.
-// Four blocks an SM (128 registers a thread), three for 8 column tiles (their accumulators
-// would spill).
+// Each k-block of 64 k is one pipeline stage: the tile's 128 weight rows and the group's 8 NT
+// rows of x, copied by cp.async kStages - 1 k-blocks ahead. Warp w multiplies features [32 w, +32)
+// (two 16-row A fragments) by every column tile (B fragments), four k-steps of 16 a stage, with
+// ldmatrix from the swizzled stage.
 template <int NT, typename Out>
-__global__ void __launch_bounds__(kThreads, NT == 8 ? 3 : 4)
+__global__ void __launch_bounds__(kThreads, 2)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
-                        int64_t chunks_per_piece, int pieces, float* workspace_all,
-                        int32_t* counters_all) {
-  __shared__ __align__(16) bf16 xs[NT * 8][kXPitch];
-  __shared__ int last_block;
+                        int64_t blocks_per_piece, int pieces) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kRowsX = NT * 8;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4;
@@ -70,156 +104,207 @@ __global__ void __launch_bounds__(kThreads, NT == 8 ? 3 : 4)
   const int group = static_cast<int>(blockIdx.x);
   const int64_t tile = blockIdx.y;
   const int piece = static_cast<int>(blockIdx.z);
-  // The group's rows, and its own workspace rows and counters.
   const int first_row = group * static_cast<int>(kSmallMRows);
   const int rows = min(static_cast<int>(kSmallMRows), all_rows - first_row);
-  const bf16* x = x_all + first_row * k;
-  Out* y = y_all + first_row * n;
-  float* workspace = workspace_all + static_cast<int64_t>(first_row) * n;
-  int32_t* counters = counters_all + static_cast<int64_t>(group) * gridDim.y;
-  const int64_t f0 = tile * kSmallMFeatures + warp * 16;  // the warp's first feature
-  const bool row0 = f0 + g < n;
-  const bool row1 = f0 + g + 8 < n;
-  const bf16* w0 = w + (row0 ? (f0 + g) * k : 0);
-  const bf16* w1 = w + (row1 ? (f0 + g + 8) * k : 0);
-  const int64_t chunks = (k + kSmallMChunk - 1) / kSmallMChunk;
-  const int64_t chunk_begin = piece * chunks_per_piece;
-  const int64_t chunk_end =
-      chunk_begin + chunks_per_piece < chunks ? chunk_begin + chunks_per_piece : chunks;
+  const bf16* x = x_all + static_cast<int64_t>(first_row) * k;
+  Out* y = y_all + static_cast<int64_t>(first_row) * n;
+  const int64_t f_tile = tile * kFeatures;
+  const int64_t kblocks = (k + kSmallMChunk - 1) / kSmallMChunk;
+  const int64_t kb_begin = piece * blocks_per_piece;
+  const int64_t kb_end = min(kb_begin + blocks_per_piece, kblocks);
+  const int steps = static_cast<int>(kb_end - kb_begin);
+  const uint32_t base = smem_address(smem);
 
-  float acc[NT][4];
+  // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + 16 i, piece
+  // threadIdx.x % 8) and, while rows remain, pieces of x the same way.
+  const int copy_row = static_cast<int>(threadIdx.x) / 8;
+  const int copy_piece = static_cast<int>(threadIdx.x) % 8;
+  auto load_stage = [&](int slot, int64_t kb) {
+    const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT>());
+    const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
+    const bool k_ok = kk < k;
 #pragma unroll
-  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-
-  for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-    const int64_t k0 = chunk * kSmallMChunk;
-    // The warp's weights of this chunk: all 16 loads in flight before anything waits on them.
-    uint4 wr[kBlocksPerChunk][4];  // [k-block][row g lo, row g hi, row g+8 lo, row g+8 hi]
-#pragma unroll
-    for (int b = 0; b < kBlocksPerChunk; ++b) {
-      const int64_t lo = k0 + 64 * b + 8 * t;
-      const int64_t hi = lo + 32;
-      const uint4 zero = make_uint4(0, 0, 0, 0);
-      wr[b][0] = row0 && lo < k ? load_weights(w0 + lo) : zero;
-      wr[b][1] = row0 && hi < k ? load_weights(w0 + hi) : zero;
-      wr[b][2] = row1 && lo < k ? load_weights(w1 + lo) : zero;
-      wr[b][3] = row1 && hi < k ? load_weights(w1 + hi) : zero;
+    for (int i = 0; i < kFeatures / 16; ++i) {
+      const int r = copy_row + 16 * i;
+      const bool ok = k_ok && f_tile + r < n;
+      copy16(stage + swizzled(r, copy_piece), ok ? w + (f_tile + r) * k + kk : w, ok);
     }
-    // x of this chunk into shared memory; rows past `rows` and k past the end are zeros.
-    constexpr int kVectorsPerRow = static_cast<int>(kSmallMChunk) / 8;
-    for (int i = static_cast<int>(threadIdx.x); i < NT * 8 * kVectorsPerRow; i += kThreads) {
-      const int r = i / kVectorsPerRow;
-      const int col = (i % kVectorsPerRow) * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < rows && k0 + col < k) v = __ldg(reinterpret_cast<const uint4*>(x + r * k + k0 + col));
-      *reinterpret_cast<uint4*>(&xs[r][col]) = v;
-    }
-    __syncthreads();
+    const uint32_t xs = stage + kWeightStageBytes;
 #pragma unroll
-    for (int b = 0; b < kBlocksPerChunk; ++b) {
-      if (k0 + 64 * b >= k) break;  // the same for every block of this (k, n): k's last chunk
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const uint4 xlo = *reinterpret_cast<const uint4*>(&xs[j * 8 + g][64 * b + 8 * t]);
-        const uint4 xhi = *reinterpret_cast<const uint4*>(&xs[j * 8 + g][64 * b + 32 + 8 * t]);
-        mma_bf16(acc[j], wr[b][0].x, wr[b][2].x, wr[b][0].y, wr[b][2].y, xlo.x, xlo.y);
-        mma_bf16(acc[j], wr[b][0].z, wr[b][2].z, wr[b][0].w, wr[b][2].w, xlo.z, xlo.w);
-        mma_bf16(acc[j], wr[b][1].x, wr[b][3].x, wr[b][1].y, wr[b][3].y, xhi.x, xhi.y);
-        mma_bf16(acc[j], wr[b][1].z, wr[b][3].z, wr[b][1].w, wr[b][3].w, xhi.z, xhi.w);
+    for (int i = 0; i < (kRowsX + 15) / 16; ++i) {
+      const int r = copy_row + 16 * i;
+      if (r < kRowsX) {
+        const bool ok = k_ok && r < rows;
+        copy16(xs + swizzled(r, copy_piece), ok ? x + static_cast<int64_t>(r) * k + kk : x, ok);
       }
     }
-    __syncthreads();  // before the next chunk overwrites xs
+  };
+
+  float acc[2][NT][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
   }
 
-  // Accumulator c of column tile j: feature f0 + g (+ 8 for c >= 2), row 8j + 2t + c % 2.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_stage(s, kb_begin + s);
+    commit();
+  }
+  // ldmatrix addresses within a stage: A matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the
+  // warp's 16-row fragment i; B matrices (k 0-7 | 8-15) of column tiles j and j + 1.
+  const int a_row = warp * 32 + (lane % 8) + 8 * ((lane / 8) % 2);
+  const int a_piece = lane / 16;
+  const int b_row = (lane % 8) + 8 * (lane / 16);
+  const int b_piece = (lane / 8) % 2;
+  for (int step = 0; step < steps; ++step) {
+    wait_groups<kStages - 2>();
+    __syncthreads();  // the stage is in; everybody is done with the slot refilled below
+    if (step + kStages - 1 < steps) {
+      load_stage((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
+    }
+    commit();
+    const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
+    const uint32_t xs = stage + kWeightStageBytes;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      uint32_t a[2][4];
+      ldmatrix_x4(a[0], stage + swizzled(a_row, 2 * s + a_piece));
+      ldmatrix_x4(a[1], stage + swizzled(a_row + 16, 2 * s + a_piece));
+      if constexpr (NT == 1) {
+        uint32_t b0, b1;
+        ldmatrix_x2(b0, b1, xs + swizzled(lane % 8, 2 * s + b_piece));
+        mma_bf16(acc[0][0], a[0], b0, b1);
+        mma_bf16(acc[1][0], a[1], b0, b1);
+      } else {
+#pragma unroll
+        for (int j = 0; j < NT; j += 2) {
+          uint32_t b[4];  // tile j: b[0], b[1]; tile j + 1: b[2], b[3]
+          ldmatrix_x4(b, xs + swizzled(8 * j + b_row, 2 * s + b_piece));
+          mma_bf16(acc[0][j], a[0], b[0], b[1]);
+          mma_bf16(acc[1][j], a[1], b[0], b[1]);
+          mma_bf16(acc[0][j + 1], a[0], b[2], b[3]);
+          mma_bf16(acc[1][j + 1], a[1], b[2], b[3]);
+        }
+      }
+    }
+  }
+  wait_groups<0>();
+
+  // Accumulator c of fragment i, column tile j: feature 32 warp + 16 i + g (+ 8 for c >= 2),
+  // row 8 j + 2 t + c % 2.
   if (pieces == 1) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
+    for (int i = 0; i < 2; ++i) {
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int64_t f = f0 + g + (c >= 2 ? 8 : 0);
-        const int r = j * 8 + 2 * t + c % 2;
-        if (r < rows && f < n) store_out(y + r * n + f, acc[j][c], beta);
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int64_t f = f_tile + warp * 32 + 16 * i + g + (c >= 2 ? 8 : 0);
+          const int r = j * 8 + 2 * t + c % 2;
+          if (r < rows && f < n) store_out(y + r * n + f, acc[i][j][c], beta);
+        }
       }
     }
     return;
   }
-  // Partial sums to the workspace [piece][row][n]; the tile's last block adds them in order.
+  // The pieces of a tile are one cluster (piece = rank). Each block puts its partial sums in its
+  // own shared memory ([row][feature], the pipeline's stages being done with); then each adds
+  // a share of the tile's elements over the cluster's blocks in piece order and stores them.
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  __syncthreads();  // every warp is past its last ldmatrix
+  float* part = reinterpret_cast<float*>(smem);
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
+  for (int i = 0; i < 2; ++i) {
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int64_t f = f0 + g + (c >= 2 ? 8 : 0);
-      const int r = j * 8 + 2 * t + c % 2;
-      if (r < rows && f < n) {
-        workspace[(static_cast<int64_t>(piece) * all_rows + r) * n + f] = acc[j][c];
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int f = warp * 32 + 16 * i + g + (c >= 2 ? 8 : 0);
+        const int r = j * 8 + 2 * t + c % 2;
+        part[r * kPartPitch + f] = acc[i][j][c];
       }
     }
   }
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last_block = atomicAdd(&counters[tile], 1) == pieces - 1;
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
-  for (int i = static_cast<int>(threadIdx.x); i < rows * static_cast<int>(kSmallMFeatures);
-       i += kThreads) {
-    const int r = i / static_cast<int>(kSmallMFeatures);
-    const int64_t f = tile * kSmallMFeatures + i % kSmallMFeatures;
+  cluster.sync();
+  for (int e = piece * kThreads + static_cast<int>(threadIdx.x); e < rows * kFeatures;
+       e += pieces * kThreads) {
+    const int r = e / kFeatures;
+    const int fl = e % kFeatures;
+    const int64_t f = f_tile + fl;
     if (f >= n) continue;
     float sum = 0.0f;
     for (int p = 0; p < pieces; ++p) {
-      sum = __fadd_rn(sum, __ldcg(workspace + (static_cast<int64_t>(p) * all_rows + r) * n + f));
+      sum = __fadd_rn(sum, *cluster.map_shared_rank(part + r * kPartPitch + fl, p));
     }
     store_out(y + r * n + f, sum, beta);
   }
-  if (threadIdx.x == 0) counters[tile] = 0;  // ready for the next call
+  cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
 template <int NT, typename Out>
-void launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y, float beta,
-            const SmallMPlan& p, float* workspace, int32_t* counters, cudaStream_t stream) {
+cudaError_t configure() {
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
+}
+
+template <int NT, typename Out>
+cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
+                   float beta, const SmallMPlan& p, cudaStream_t stream) {
   const auto groups = static_cast<unsigned>((rows + kSmallMRows - 1) / kSmallMRows);
-  const dim3 grid(groups, static_cast<unsigned>(p.tiles), static_cast<unsigned>(p.pieces));
-  gemm_small_m_kernel<NT, Out>
-      <<<grid, kThreads, 0, stream>>>(x, rows, k, w, n, y, beta, p.chunks_per_piece,
-                                      static_cast<int>(p.pieces), workspace, counters);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(groups, static_cast<unsigned>(p.tiles), static_cast<unsigned>(p.pieces));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared_bytes<NT>();
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = static_cast<unsigned>(p.pieces);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
+                            p.blocks_per_piece, static_cast<int>(p.pieces));
 }
 
 template <typename Out>
-void launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y, float beta,
-                 const SmallMPlan& p, float* workspace, int32_t* counters, cudaStream_t stream) {
+cudaError_t launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
+                        float beta, const SmallMPlan& p, cudaStream_t stream) {
   // Column tiles: 1, 2, 4 or 8 (a group's rows rounded up); a row's arithmetic is the same in
   // each.
-  if (rows <= 8) {
-    launch<1>(x, rows, k, w, n, y, beta, p, workspace, counters, stream);
-  } else if (rows <= 16) {
-    launch<2>(x, rows, k, w, n, y, beta, p, workspace, counters, stream);
-  } else if (rows <= 32) {
-    launch<4>(x, rows, k, w, n, y, beta, p, workspace, counters, stream);
-  } else {
-    launch<8>(x, rows, k, w, n, y, beta, p, workspace, counters, stream);
-  }
+  if (rows <= 8) return launch<1>(x, rows, k, w, n, y, beta, p, stream);
+  if (rows <= 16) return launch<2>(x, rows, k, w, n, y, beta, p, stream);
+  if (rows <= 32) return launch<4>(x, rows, k, w, n, y, beta, p, stream);
+  return launch<8>(x, rows, k, w, n, y, beta, p, stream);
 }
 
 }  // namespace
 
+cudaError_t prepare_gemm_small_m() {
+  static const cudaError_t status = [] {
+    for (const cudaError_t e : {configure<1, float>(), configure<2, float>(), configure<4, float>(),
+                                configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(),
+                                configure<4, bf16>(), configure<8, bf16>()}) {
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }();
+  return status;
+}
+
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
-                                void* y, bool y_bf16, float beta, float* workspace,
-                                int32_t* counters, cudaStream_t stream) {
+                                void* y, bool y_bf16, float beta, cudaStream_t stream) {
   if (rows < 1 || rows > kSmallMLaunchRows || n < 1 || !small_m_supported(k)) {
     return cudaErrorInvalidValue;
   }
   const SmallMPlan p = small_m_plan(k, n);
-  if (p.tiles > 65535 || (p.pieces > 1 && (workspace == nullptr || counters == nullptr))) {
-    return cudaErrorInvalidValue;
-  }
-  if (y_bf16) {
-    launch_rows(x, rows, k, w, n, static_cast<bf16*>(y), beta, p, workspace, counters, stream);
-  } else {
-    launch_rows(x, rows, k, w, n, static_cast<float*>(y), beta, p, workspace, counters, stream);
-  }
-  return cudaGetLastError();
+  if (p.tiles > 65535) return cudaErrorInvalidValue;
+  if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
+  if (y_bf16) return launch_rows(x, rows, k, w, n, static_cast<bf16*>(y), beta, p, stream);
+  return launch_rows(x, rows, k, w, n, static_cast<float*>(y), beta, p, stream);
 }
 
 }  // namespace paceline::cuda
