@@ -7,6 +7,7 @@
 // kernel (the last block of a row merging) cost two round trips per work item instead.
 #include <cmath>
 
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 
 namespace paceline::cuda::decode {
@@ -20,6 +21,7 @@ __global__ void __launch_bounds__(kMergeThreads)
                  const int32_t* __restrict__ rows, DecodeSplits splits, AttentionShape shape,
                  RowInputs in, bf16* __restrict__ out) {
   extern __shared__ float merge_smem[];  // weights and sums [group][max_splits], totals [group]
+  allow_dependent_launch();               // o_proj may fetch its weights meanwhile
   const int r = blockIdx.x;
   const int kv_head = blockIdx.y;
   const int row = rows[r];

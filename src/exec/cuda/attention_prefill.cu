@@ -43,6 +43,7 @@ template <int EPL>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_prefill_kernel(const float* qkv, const int32_t* tiles, int rows_per_warp,
                              AttentionShape shape, RowInputs in, LayerCache cache, bf16* out) {
+  allow_dependent_launch();  // o_proj may fetch its weights meanwhile
   using C = PrefillConfig<EPL>;
   constexpr int HD = C::HD;
   constexpr int MQ = C::kMaxQueries;

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "exec/cuda/attention_prefill_mma.cuh"
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kv_fp8.cuh"
 
 namespace paceline::cuda {
@@ -180,6 +181,7 @@ template <int HD, bool FP8>
 __global__ void __launch_bounds__(kThreads, 2)
     attention_prefill_mma_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                  RowInputs in, LayerCache cache, bf16* out) {
+  allow_dependent_launch();  // o_proj may fetch its weights meanwhile
   constexpr int kStride = Smem<HD>::kStride;
   constexpr int kChunk = Smem<HD>::kChunk;
   constexpr int kSteps = HD / 16;  // k-steps of q . k

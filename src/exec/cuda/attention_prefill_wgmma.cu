@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "exec/cuda/attention_prefill_wgmma.cuh"
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kv_fp8.cuh"
 #include "exec/cuda/tma.cuh"
 #include "exec/cuda/wgmma.cuh"
@@ -246,6 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                    const __grid_constant__ CUtensorMap v_map, bool bulk) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kStages];  // bulk copies of each stage's chunk landed
+  allow_dependent_launch();                         // o_proj may fetch its weights meanwhile
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t q_s = (raw + 1023u) & ~1023u;  // swizzle atoms need 1,024-byte alignment
   const uint32_t k_base = q_s + kQBytes;

@@ -32,4 +32,16 @@ __device__ __forceinline__ float block_sum(float v) {
   return warp_sum(total);
 }
 
+// Programmatic dependent launch (sm_90): a kernel that calls allow_dependent_launch() lets the
+// next kernel of the stream, if that one was launched programmatically (gemm_small_m.cu), start
+// before this one ends; that kernel calls wait_for_prerequisites() before it reads anything this
+// one writes (it returns once this grid has finished and its writes are visible). In a kernel
+// launched the ordinary way both are no-ops.
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void wait_for_prerequisites() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 }  // namespace paceline::cuda

@@ -4,6 +4,13 @@
 
 #include <cooperative_groups.h>
 
+#include <cstdlib>
+#include <string>
+
+#include "exec/cuda/device_utils.cuh"
+#include "exec/cuda/wgmma.cuh"
+#include "exec/cuda/wgmma_narrow.cuh"
+
 namespace paceline::cuda {
 namespace {
 
@@ -49,7 +56,7 @@ __device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t
                : "r"(address));
 }
 
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+__device__ __forceinline__ void mma_bf16(float* d, const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
@@ -78,7 +85,7 @@ constexpr int stage_bytes() {
 template <int NT>
 constexpr int shared_bytes() {
   static_assert(NT * 8 * kPartPitch * 4 <= kStages * stage_bytes<NT>());
-  return kStages * stage_bytes<NT>();
+  return kStages * stage_bytes<NT>() + 1024;  // room to align the stages to 1,024 bytes
 }
 
 // One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),
@@ -90,7 +97,7 @@ constexpr int shared_bytes() {
 // rows of x, copied by cp.async kStages - 1 k-blocks ahead. Warp w multiplies features [32 w, +32)
 // (two 16-row A fragments) by every column tile (B fragments), four k-steps of 16 a stage, with
 // ldmatrix from the swizzled stage.
-template <int NT, typename Out>
+template <int NT, typename Out, bool WG>
 __global__ void __launch_bounds__(kThreads, 2)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
@@ -113,13 +120,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t kb_begin = piece * blocks_per_piece;
   const int64_t kb_end = min(kb_begin + blocks_per_piece, kblocks);
   const int steps = static_cast<int>(kb_end - kb_begin);
-  const uint32_t base = smem_address(smem);
+  // The stages, 1,024-byte aligned (the swizzle's period, as wgmma's descriptors need).
+  const uint32_t base = (smem_address(smem) + 1023u) & ~1023u;
 
   // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + 16 i, piece
   // threadIdx.x % 8) and, while rows remain, pieces of x the same way.
   const int copy_row = static_cast<int>(threadIdx.x) / 8;
   const int copy_piece = static_cast<int>(threadIdx.x) % 8;
-  auto load_stage = [&](int slot, int64_t kb) {
+  auto load_weights = [&](int slot, int64_t kb) {
     const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT>());
     const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
     const bool k_ok = kk < k;
@@ -129,7 +137,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       const bool ok = k_ok && f_tile + r < n;
       copy16(stage + swizzled(r, copy_piece), ok ? w + (f_tile + r) * k + kk : w, ok);
     }
-    const uint32_t xs = stage + kWeightStageBytes;
+  };
+  auto load_x = [&](int slot, int64_t kb) {
+    const uint32_t xs =
+        base + static_cast<uint32_t>(slot * stage_bytes<NT>()) + kWeightStageBytes;
+    const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
+    const bool k_ok = kk < k;
 #pragma unroll
     for (int i = 0; i < (kRowsX + 15) / 16; ++i) {
       const int r = copy_row + 16 * i;
@@ -140,16 +153,25 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
 
-  float acc[2][NT][4];
+  // Accumulators: fragment i, column tile j, element c (the m16n8 C fragment): feature
+  // feature_of(i, c), row 8 j + 2 t + c % 2.
+  float acc[2][NT * 4];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int e = 0; e < NT * 4; ++e) acc[i][e] = 0.0f;
   }
 
+  // The first stages' weights depend on nothing before this kernel: they are on their way while
+  // the kernel before it (launched ahead of it, programmatically) finishes; x and y only after.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) load_stage(s, kb_begin + s);
+    if (s < steps) load_weights(s, kb_begin + s);
+  }
+  wait_for_prerequisites();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) load_x(s, kb_begin + s);
     commit();
   }
   // ldmatrix addresses within a stage: A matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the
@@ -160,40 +182,65 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int b_piece = (lane / 8) % 2;
   for (int step = 0; step < steps; ++step) {
     wait_groups<kStages - 2>();
+    if constexpr (WG) wgmma::fence_shared_for_async();
     __syncthreads();  // the stage is in; everybody is done with the slot refilled below
     if (step + kStages - 1 < steps) {
-      load_stage((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
+      load_weights((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
+      load_x((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
     }
     commit();
     const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
     const uint32_t xs = stage + kWeightStageBytes;
+    if constexpr (WG) {
+      // Fragment i: the warpgroup's 64 features [64 i, +64) by all 8 NT rows, 16 k at a time
+      // (k-step s starts 32 bytes into the swizzled rows).
+      wgmma::fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      uint32_t a[2][4];
-      ldmatrix_x4(a[0], stage + swizzled(a_row, 2 * s + a_piece));
-      ldmatrix_x4(a[1], stage + swizzled(a_row + 16, 2 * s + a_piece));
-      if constexpr (NT == 1) {
-        uint32_t b0, b1;
-        ldmatrix_x2(b0, b1, xs + swizzled(lane % 8, 2 * s + b_piece));
-        mma_bf16(acc[0][0], a[0], b0, b1);
-        mma_bf16(acc[1][0], a[1], b0, b1);
-      } else {
+      for (int s = 0; s < 4; ++s) {
+        const uint64_t b = wgmma::descriptor(xs + 32 * s, 16, 1024);
 #pragma unroll
-        for (int j = 0; j < NT; j += 2) {
-          uint32_t b[4];  // tile j: b[0], b[1]; tile j + 1: b[2], b[3]
-          ldmatrix_x4(b, xs + swizzled(8 * j + b_row, 2 * s + b_piece));
-          mma_bf16(acc[0][j], a[0], b[0], b[1]);
-          mma_bf16(acc[1][j], a[1], b[0], b[1]);
-          mma_bf16(acc[0][j + 1], a[0], b[2], b[3]);
-          mma_bf16(acc[1][j + 1], a[1], b[2], b[3]);
+        for (int i = 0; i < 2; ++i) {
+          wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(stage + i * 64 * kChunkBytes + 32 * s,
+                                                          16, 1024),
+                                b);
+        }
+      }
+      wgmma::commit();
+      wgmma::wait<0>();
+      wgmma::hold_n(acc[0]);
+      wgmma::hold_n(acc[1]);
+    } else {
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        uint32_t a[2][4];
+        ldmatrix_x4(a[0], stage + swizzled(a_row, 2 * s + a_piece));
+        ldmatrix_x4(a[1], stage + swizzled(a_row + 16, 2 * s + a_piece));
+        if constexpr (NT == 1) {
+          uint32_t b0, b1;
+          ldmatrix_x2(b0, b1, xs + swizzled(lane % 8, 2 * s + b_piece));
+          mma_bf16(acc[0], a[0], b0, b1);
+          mma_bf16(acc[1], a[1], b0, b1);
+        } else {
+#pragma unroll
+          for (int j = 0; j < NT; j += 2) {
+            uint32_t b[4];  // tile j: b[0], b[1]; tile j + 1: b[2], b[3]
+            ldmatrix_x4(b, xs + swizzled(8 * j + b_row, 2 * s + b_piece));
+            mma_bf16(acc[0] + 4 * j, a[0], b[0], b[1]);
+            mma_bf16(acc[1] + 4 * j, a[1], b[0], b[1]);
+            mma_bf16(acc[0] + 4 * j + 4, a[0], b[2], b[3]);
+            mma_bf16(acc[1] + 4 * j + 4, a[1], b[2], b[3]);
+          }
         }
       }
     }
   }
   wait_groups<0>();
 
-  // Accumulator c of fragment i, column tile j: feature 32 warp + 16 i + g (+ 8 for c >= 2),
-  // row 8 j + 2 t + c % 2.
+  // The feature of fragment i's element c (in the tile): the warp's 16-row slice of the
+  // warpgroup's 64 (wgmma) or the warp's own 32 (mma.sync).
+  const auto feature_of = [&](int i, int c) {
+    return (WG ? 64 * i + 16 * warp : 32 * warp + 16 * i) + g + (c >= 2 ? 8 : 0);
+  };
   if (pieces == 1) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -201,9 +248,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int64_t f = f_tile + warp * 32 + 16 * i + g + (c >= 2 ? 8 : 0);
+          const int64_t f = f_tile + feature_of(i, c);
           const int r = j * 8 + 2 * t + c % 2;
-          if (r < rows && f < n) store_out(y + r * n + f, acc[i][j][c], beta);
+          if (r < rows && f < n) store_out(y + r * n + f, acc[i][4 * j + c], beta);
         }
       }
     }
@@ -215,16 +262,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   __syncthreads();  // every warp is past its last ldmatrix
-  float* part = reinterpret_cast<float*>(smem);
+  float* part = reinterpret_cast<float*>(smem + (base - smem_address(smem)));
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int f = warp * 32 + 16 * i + g + (c >= 2 ? 8 : 0);
         const int r = j * 8 + 2 * t + c % 2;
-        part[r * kPartPitch + f] = acc[i][j][c];
+        part[r * kPartPitch + feature_of(i, c)] = acc[i][4 * j + c];
       }
     }
   }
@@ -246,8 +292,29 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 template <int NT, typename Out>
 cudaError_t configure() {
-  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
+  for (const auto kernel : {gemm_small_m_kernel<NT, Out, true>, gemm_small_m_kernel<NT, Out, false>}) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+bool programmatic_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("PACELINE_PDL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+// The MMAs: wgmma, or mma.sync with PACELINE_GEMM_SMALL_M_MMA=sync (for comparison).
+bool use_wgmma() {
+  static const bool on = [] {
+    const char* v = std::getenv("PACELINE_GEMM_SMALL_M_MMA");
+    return v == nullptr || std::string(v) != "sync";
+  }();
+  return on;
 }
 
 template <int NT, typename Out>
@@ -259,15 +326,22 @@ cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = shared_bytes<NT>();
   config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = static_cast<unsigned>(p.pieces);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
-                            p.blocks_per_piece, static_cast<int>(p.pieces));
+  cudaLaunchAttribute attrs[2]{};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = 1;
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = static_cast<unsigned>(p.pieces);
+  // Launched ahead of the kernel before it (which allows it): the weights' prefetch overlaps
+  // that kernel's end (PACELINE_PDL=0: ordinary launches).
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attrs;
+  config.numAttrs = programmatic_launch() ? 2 : 1;
+  return cudaLaunchKernelEx(&config,
+                            use_wgmma() ? gemm_small_m_kernel<NT, Out, true>
+                                        : gemm_small_m_kernel<NT, Out, false>,
+                            x, rows, k, w, n, y, beta, p.blocks_per_piece,
+                            static_cast<int>(p.pieces));
 }
 
 template <typename Out>

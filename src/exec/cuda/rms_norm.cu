@@ -9,6 +9,7 @@ namespace {
 
 __global__ void rms_norm_kernel(const float* x, const int32_t* gather, const float* weight,
                                 int64_t width, float eps, bf16* out) {
+  allow_dependent_launch();  // the next GEMM may fetch its weights meanwhile
   const int64_t row = blockIdx.x;
   const int64_t src = gather != nullptr ? gather[row] : row;
   const float* in = x + src * width;

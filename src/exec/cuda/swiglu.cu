@@ -1,6 +1,7 @@
 // SwiGLU: silu(gate) * up, float32 in, bf16 out (the input of the down projection).
 #include <algorithm>
 
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 
 namespace paceline::cuda {
@@ -9,6 +10,7 @@ namespace {
 // Rows in the grid's first dimension (2^31 - 1 of them; the second holds only 65,535, fewer than
 // a 128k-token prefill chunk has), the width in the second.
 __global__ void swiglu_kernel(const float* gate_up, int64_t width, bf16* out) {
+  allow_dependent_launch();  // the down projection may fetch its weights meanwhile
   const int64_t row = blockIdx.x;
   const float* gate = gate_up + row * 2 * width;
   const float* up = gate + width;
