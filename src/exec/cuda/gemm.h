@@ -22,8 +22,8 @@
 // gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, and only the rest
 // through cuBLASLt. Each path gives a row the same bits for any row count, so a decode row has
 // the same bits in a pure decode step, a mixed step, eagerly and in a graph.
-// Opt-in for now (PACELINE_GEMM_SMALL_M=1): on the H200 it beats cuBLASLt at 1 row and loses from
-// 8 rows up (docs/performance.md), so by default every row goes to cuBLASLt in the plan's order.
+// Opt-in for now (PACELINE_GEMM_SMALL_M=1): on the H200 it beats cuBLASLt up to 16 rows and loses
+// from 32 rows up (docs/performance.md), so by default every row goes to cuBLASLt in plan order.
 #include <cublasLt.h>
 
 #include <cstdint>
