@@ -268,14 +268,14 @@ void KvManager::store_to_host(int32_t gpu_block) {
   ++stats_.stored_blocks;
 }
 
-int64_t KvManager::evict_key(int32_t block) const {
+int64_t KvManager::evict_key(int32_t block, int64_t released_ns) const {
   switch (config_.policy) {
     case KvPolicy::kLru:
       return 0;
     case KvPolicy::kReuse:
       // The release time: most recently freed first. Per-sequence gaps (the last gap each
       // showed) measured no better in the simulator (docs/kv-tiers.md).
-      return now_ns();
+      return released_ns;
     case KvPolicy::kOracle: {
       const std::optional<uint64_t> hash = pool_.hash_of(block);
       return hash && oracle_ ? oracle_->next_use_ns(*hash) : NextUseOracle::kNever;
@@ -305,13 +305,15 @@ int64_t KvManager::reset_prefix_cache() {
   return dropped;
 }
 
+// One release time for the whole sequence: a clock read per block would, on a clock that moves
+// meanwhile (the serving engine's), key the head above the tail and so evict it first.
 void KvManager::free(BlockTable& seq) {
   const int64_t now = now_ns();
   unpin_pending_loads(seq);
   reserved_ -= seq.num_reserved;
   seq.num_reserved = 0;
   for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) {
-    pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it) : 0);
+    pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it, now) : 0);
   }
   seq.ids.clear();
   seq.num_published = 0;

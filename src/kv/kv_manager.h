@@ -168,8 +168,8 @@ class KvManager {
   // A request found `block` (its prefix's last resident block) at `at_ns`: a reuse gap, unless
   // the block is in use or was already wanted.
   void observe_return(const BlockPool& pool, int32_t block, int64_t at_ns);
-  // The eviction key of a block about to be freed (higher goes first).
-  int64_t evict_key(int32_t block) const;
+  // The eviction key of a block about to be freed at `released_ns` (higher goes first).
+  int64_t evict_key(int32_t block, int64_t released_ns) const;
 
   KvConfig config_;
   const Clock* clock_;

@@ -125,6 +125,41 @@ TEST(ReusePolicy, ASessionGivesWayTailFirst) {
   EXPECT_EQ(probe(kv, a), 7 * 4);
 }
 
+// The serving engine's steady clock moves while a sequence is freed block by block; the
+// simulator's virtual clock does not. A sequence is one release, so its blocks share one key and
+// still give way tail first: were each block keyed by the clock at its own release (the tail
+// released first, the head last), the head would go first and take every later block's hit with
+// it, on the GPU and in the host tier alike.
+class TickingClock final : public Clock {
+ public:
+  int64_t now_ns() const override { return ++now_; }
+
+ private:
+  mutable int64_t now_ = 0;
+};
+
+TEST(ReusePolicy, ASessionGivesWayTailFirstWhileTheClockMovesDuringItsRelease) {
+  TickingClock clock;
+  KvManager kv({.num_blocks = 10, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 8), b = session(200, 2);
+  run_turn(kv, a);
+  run_turn(kv, b);  // takes the 2 unhashed blocks, then one of A's: A's deepest
+  EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+TEST(ReusePolicy, AHostTierKeepsASessionsHeadWhileTheClockMovesDuringItsRelease) {
+  TickingClock clock;
+  KvManager kv({.num_blocks = 10, .block_size = 4, .policy = KvPolicy::kReuse, .num_host_blocks = 4},
+               &clock);
+  Session a = session(100, 8), b = session(200, 6);
+  run_turn(kv, a);
+  // B takes the 2 unhashed blocks and 5 of A's, deepest first (7 down to 3), each stored to the
+  // host tier as it goes; the tier holds 4 and gives up its deepest, block 7. The GPU keeps A's
+  // blocks 0-2 and the host 3-6: a prefix of 7 blocks.
+  run_turn(kv, b);
+  EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
 // Sessions E, A, B, C freed in that order, then C's next turn arrives and waits. A newcomer D
 // needs 4 blocks: C was freed most recently, but a waiting request needs it now, so B gives way.
 TEST(ReusePolicy, APrefixThatAWaitingRequestNeedsGivesWayLast) {
