@@ -90,7 +90,10 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
     // order: the last one is at the front.
     seq.pending_loads.assign(hit.host_blocks.rbegin(), hit.host_blocks.rend());
     for (int32_t b : hit.host_blocks) host_->acquire(b);
-    if (!hit.blocks.empty()) observe_return(pool_, hit.blocks.back(), now_ns());
+    if (!hit.blocks.empty()) {
+      observe_return(pool_, hit.blocks.back(), now_ns(),
+                     static_cast<int64_t>(hit.blocks.size() + hit.host_blocks.size()));
+    }
     for (int32_t b : hit.blocks) {
       pool_.acquire(b);
       seq.ids.push_back(b);
@@ -200,10 +203,12 @@ int32_t KvManager::pick_victim(const BlockPool& pool) const {
   return ranked;
 }
 
-void KvManager::observe_return(const BlockPool& pool, int32_t block, int64_t at_ns) {
+void KvManager::observe_return(const BlockPool& pool, int32_t block, int64_t at_ns,
+                               int64_t num_blocks) {
   if (!pool.is_free(block) || pool.is_wanted(block)) return;
-  // The session came back this long after its prefix was last let go: a reuse gap.
-  gaps_.observe(at_ns - pool.released_ns(block));
+  // The session came back this long after its prefix was last let go: a reuse gap (when it
+  // found enough of its prefix to be a session's return).
+  gaps_.observe(at_ns - pool.released_ns(block), num_blocks);
 }
 
 void KvManager::want_prefix(BlockTable& seq, std::span<const int32_t> tokens, int64_t arrival_ns) {
@@ -228,7 +233,8 @@ void KvManager::want_prefix(BlockTable& seq, std::span<const int32_t> tokens, in
     run.emplace_back(tier, *block);
   }
   if (run.empty()) return;
-  observe_return(*run.back().first, run.back().second, arrival_ns);
+  observe_return(*run.back().first, run.back().second, arrival_ns,
+                 static_cast<int64_t>(run.size()));
   for (auto [pool, block] : run) pool->mark_wanted(block, key);
 }
 
