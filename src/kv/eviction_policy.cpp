@@ -23,7 +23,8 @@ const char* kv_policy_name(KvPolicy policy) {
   return "?";
 }
 
-void ReuseGapEstimate::observe(int64_t gap_ns) {
+void ReuseGapEstimate::observe(int64_t gap_ns, int64_t blocks) {
+  if (blocks < kMinBlocks) return;
   gaps_[next_] = std::max<int64_t>(gap_ns, 0);
   next_ = (next_ + 1) % kWindow;
   count_ = std::min(count_ + 1, kWindow);

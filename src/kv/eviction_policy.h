@@ -9,7 +9,8 @@
 //   for two kinds of block. A block that a waiting request's prefix covers is needed now: it goes
 //   after every other, the latest arrival's first (KvManager::want_prefix). A block idle longer
 //   than nearly every session takes to come back (the 90th percentile of the last 64 reuse gaps,
-//   each the time from a prefix's release to the arrival of the request that found it) is taken
+//   each the time from a prefix's release to the arrival of the request that found at least 2
+//   blocks of it) is taken
 //   for dead and goes before all others, idle longest first. In a cycle of sessions this keeps a
 //   stable set of whole sessions resident instead of a useless tail of every session, and gives
 //   up first the sessions that paused (a user reading the answer) or ended.
@@ -42,8 +43,11 @@ class NextUseOracle {
 // The reuse policy's estimate of how long a freed block waits for its next use.
 class ReuseGapEstimate {
  public:
-  // A request for a prefix arrived `gap_ns` after the prefix's last block was freed.
-  void observe(int64_t gap_ns);
+  // A request that found the first `blocks` blocks of its prefix cached arrived `gap_ns` after
+  // the last of them was freed. A find of fewer than kMinBlocks is no session's return (a new
+  // session sharing a first block of chat template with an idle one, a benchmark's warmup): it
+  // is not counted, else a burst of them pulls the estimate down to milliseconds.
+  void observe(int64_t gap_ns, int64_t blocks);
   // The q-quantile (0..1) of the last kWindow gaps; nullopt before the first.
   std::optional<int64_t> percentile_ns(double q) const;
   std::optional<int64_t> median_ns() const { return percentile_ns(0.5); }
@@ -52,6 +56,7 @@ class ReuseGapEstimate {
   int64_t dead_after_ns() const;
 
   static constexpr int kWindow = 64;
+  static constexpr int64_t kMinBlocks = 2;
   static constexpr double kDeadPercentile = 0.9;
 
  private:

@@ -90,7 +90,10 @@ bool KvManager::allocate_for(BlockTable& seq, int64_t num_tokens, const PrefixHi
     // order: the last one is at the front.
     seq.pending_loads.assign(hit.host_blocks.rbegin(), hit.host_blocks.rend());
     for (int32_t b : hit.host_blocks) host_->acquire(b);
-    if (!hit.blocks.empty()) observe_return(pool_, hit.blocks.back(), now_ns());
+    if (!hit.blocks.empty()) {
+      observe_return(pool_, hit.blocks.back(), now_ns(),
+                     static_cast<int64_t>(hit.blocks.size() + hit.host_blocks.size()));
+    }
     for (int32_t b : hit.blocks) {
       pool_.acquire(b);
       seq.ids.push_back(b);
@@ -200,10 +203,12 @@ int32_t KvManager::pick_victim(const BlockPool& pool) const {
   return ranked;
 }
 
-void KvManager::observe_return(const BlockPool& pool, int32_t block, int64_t at_ns) {
+void KvManager::observe_return(const BlockPool& pool, int32_t block, int64_t at_ns,
+                               int64_t num_blocks) {
   if (!pool.is_free(block) || pool.is_wanted(block)) return;
-  // The session came back this long after its prefix was last let go: a reuse gap.
-  gaps_.observe(at_ns - pool.released_ns(block));
+  // The session came back this long after its prefix was last let go: a reuse gap (when it
+  // found enough of its prefix to be a session's return).
+  gaps_.observe(at_ns - pool.released_ns(block), num_blocks);
 }
 
 void KvManager::want_prefix(BlockTable& seq, std::span<const int32_t> tokens, int64_t arrival_ns) {
@@ -228,7 +233,8 @@ void KvManager::want_prefix(BlockTable& seq, std::span<const int32_t> tokens, in
     run.emplace_back(tier, *block);
   }
   if (run.empty()) return;
-  observe_return(*run.back().first, run.back().second, arrival_ns);
+  observe_return(*run.back().first, run.back().second, arrival_ns,
+                 static_cast<int64_t>(run.size()));
   for (auto [pool, block] : run) pool->mark_wanted(block, key);
 }
 
@@ -268,14 +274,14 @@ void KvManager::store_to_host(int32_t gpu_block) {
   ++stats_.stored_blocks;
 }
 
-int64_t KvManager::evict_key(int32_t block) const {
+int64_t KvManager::evict_key(int32_t block, int64_t released_ns) const {
   switch (config_.policy) {
     case KvPolicy::kLru:
       return 0;
     case KvPolicy::kReuse:
       // The release time: most recently freed first. Per-sequence gaps (the last gap each
       // showed) measured no better in the simulator (docs/kv-tiers.md).
-      return now_ns();
+      return released_ns;
     case KvPolicy::kOracle: {
       const std::optional<uint64_t> hash = pool_.hash_of(block);
       return hash && oracle_ ? oracle_->next_use_ns(*hash) : NextUseOracle::kNever;
@@ -305,13 +311,15 @@ int64_t KvManager::reset_prefix_cache() {
   return dropped;
 }
 
+// One release time for the whole sequence: a clock read per block would, on a clock that moves
+// meanwhile (the serving engine's), key the head above the tail and so evict it first.
 void KvManager::free(BlockTable& seq) {
   const int64_t now = now_ns();
   unpin_pending_loads(seq);
   reserved_ -= seq.num_reserved;
   seq.num_reserved = 0;
   for (auto it = seq.ids.rbegin(); it != seq.ids.rend(); ++it) {
-    pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it) : 0);
+    pool_.release(*it, now, pool_.ref_count(*it) == 1 ? evict_key(*it, now) : 0);
   }
   seq.ids.clear();
   seq.num_published = 0;

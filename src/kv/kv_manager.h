@@ -165,11 +165,11 @@ class KvManager {
   void unpin_pending_loads(BlockTable& seq);
   int32_t pick_victim(const BlockPool& pool) const;
   void store_to_host(int32_t gpu_block);
-  // A request found `block` (its prefix's last resident block) at `at_ns`: a reuse gap, unless
-  // the block is in use or was already wanted.
-  void observe_return(const BlockPool& pool, int32_t block, int64_t at_ns);
-  // The eviction key of a block about to be freed (higher goes first).
-  int64_t evict_key(int32_t block) const;
+  // A request found `block`, the last of the `num_blocks` resident blocks of its prefix, at
+  // `at_ns`: a reuse gap, unless the block is in use or was already wanted.
+  void observe_return(const BlockPool& pool, int32_t block, int64_t at_ns, int64_t num_blocks);
+  // The eviction key of a block about to be freed at `released_ns` (higher goes first).
+  int64_t evict_key(int32_t block, int64_t released_ns) const;
 
   KvConfig config_;
   const Clock* clock_;

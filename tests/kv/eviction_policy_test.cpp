@@ -54,14 +54,25 @@ TEST(ReuseGapEstimate, DeadIsBeyondNearlyEveryRecentGapAndNeverBeforeTheFirst) {
   ReuseGapEstimate g;
   EXPECT_FALSE(g.median_ns().has_value());
   EXPECT_EQ(g.dead_after_ns(), INT64_MAX);
-  for (int64_t s : {5, 1, 3}) g.observe(s * kSecond);
+  for (int64_t s : {5, 1, 3}) g.observe(s * kSecond, 100);
   EXPECT_EQ(g.median_ns(), 3 * kSecond);
   EXPECT_EQ(g.dead_after_ns(), 5 * kSecond);  // the 90th percentile of three is the largest
-  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) g.observe(i < 58 ? kSecond : 60 * kSecond);
+  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) {
+    g.observe(i < 58 ? kSecond : 60 * kSecond, 100);
+  }
   EXPECT_EQ(g.median_ns(), kSecond);      // old gaps leave the window
   EXPECT_EQ(g.dead_after_ns(), kSecond);  // 6 long pauses in 64 are the tail, not the rule
-  g.observe(60 * kSecond);
+  g.observe(60 * kSecond, 100);
   EXPECT_EQ(g.dead_after_ns(), 60 * kSecond);  // 7 in 64: more than 1 in 10 pauses this long
+}
+
+TEST(ReuseGapEstimate, AFindOfASingleBlockIsNoGap) {
+  ReuseGapEstimate g;
+  g.observe(kSecond / 1000, 1);
+  EXPECT_FALSE(g.median_ns().has_value());
+  g.observe(kSecond, ReuseGapEstimate::kMinBlocks);
+  for (int i = 0; i < ReuseGapEstimate::kWindow; ++i) g.observe(kSecond / 1000, 1);
+  EXPECT_EQ(g.dead_after_ns(), kSecond);
 }
 
 // Sessions A, B, C of 4 blocks each in a pool of 12 blocks (plus 1 for the last token of a
@@ -123,6 +134,71 @@ TEST(ReusePolicy, ASessionGivesWayTailFirst) {
   run_turn(kv, a);  // 8 cached blocks + 2 unhashed, all free
   run_turn(kv, b);  // takes the 2 unhashed blocks, then one of A's: A's deepest
   EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+// The serving engine's steady clock moves while a sequence is freed block by block; the
+// simulator's virtual clock does not. A sequence is one release, so its blocks share one key and
+// still give way tail first: were each block keyed by the clock at its own release (the tail
+// released first, the head last), the head would go first and take every later block's hit with
+// it, on the GPU and in the host tier alike.
+class TickingClock final : public Clock {
+ public:
+  int64_t now_ns() const override { return ++now_; }
+
+ private:
+  mutable int64_t now_ = 0;
+};
+
+TEST(ReusePolicy, ASessionGivesWayTailFirstWhileTheClockMovesDuringItsRelease) {
+  TickingClock clock;
+  KvManager kv({.num_blocks = 10, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 8), b = session(200, 2);
+  run_turn(kv, a);
+  run_turn(kv, b);  // takes the 2 unhashed blocks, then one of A's: A's deepest
+  EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+TEST(ReusePolicy, AHostTierKeepsASessionsHeadWhileTheClockMovesDuringItsRelease) {
+  TickingClock clock;
+  KvManager kv({.num_blocks = 10, .block_size = 4, .policy = KvPolicy::kReuse, .num_host_blocks = 4},
+               &clock);
+  Session a = session(100, 8), b = session(200, 6);
+  run_turn(kv, a);
+  // B takes the 2 unhashed blocks and 5 of A's, deepest first (7 down to 3), each stored to the
+  // host tier as it goes; the tier holds 4 and gives up its deepest, block 7. The GPU keeps A's
+  // blocks 0-2 and the host 3-6: a prefix of 7 blocks.
+  run_turn(kv, b);
+  EXPECT_EQ(probe(kv, a), 7 * 4);
+}
+
+// Requests that share only a first block with an idle copy (a chat template's first block, a
+// benchmark's warmups) are no session's return: were each find a reuse gap, ten of them a
+// millisecond apart would make everything idle longer than that dead. Here A came back after
+// 1 s, then ten requests found only S's first block, 1 ms after the one before; A, idle 0.51 s,
+// is not dead, so the newcomer D takes what was freed last: S's block, then C's tail.
+TEST(ReusePolicy, FindsOfOnlyAFirstBlockAreNoReturnsAndLeaveTheIdleRuleAlone) {
+  VirtualClock clock;
+  KvManager kv({.num_blocks = 14, .block_size = 4, .policy = KvPolicy::kReuse}, &clock);
+  Session a = session(100, 4), b = session(200, 4), c = session(300, 4), s = session(600, 1),
+          d = session(400, 4);
+  run_turn(kv, a);
+  clock.advance_ns(kSecond);
+  ASSERT_EQ(run_turn(kv, a), 16);  // a gap of 1 s
+  clock.advance_ns(kSecond / 4);
+  run_turn(kv, b);
+  clock.advance_ns(kSecond / 4);
+  run_turn(kv, c);
+  run_turn(kv, s);
+  for (int32_t i = 0; i < 10; ++i) {
+    clock.advance_ns(kSecond / 1000);
+    Session w{s.tokens, {}};
+    w.tokens.back() = 9000 + i;  // S's first block and a token of its own
+    ASSERT_EQ(run_turn(kv, w), 4);
+  }
+  run_turn(kv, d);
+  EXPECT_EQ(probe(kv, a), 16);
+  EXPECT_EQ(probe(kv, b), 16);
+  EXPECT_EQ(probe(kv, c), 4);
 }
 
 // Sessions E, A, B, C freed in that order, then C's next turn arrives and waits. A newcomer D
