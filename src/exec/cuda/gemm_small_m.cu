@@ -24,8 +24,8 @@ constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB
 constexpr int kPartPitch = kFeatures + 4;
 
 // A stage's row r (a weight row or a row of x) holds 64 k in 8 pieces of 16 bytes; piece c lies
-// at position c ^ (r % 8), so the 8 rows that one ldmatrix matrix reads (8 consecutive rows, one
-// piece each) fall in 8 distinct bank groups.
+// at position c ^ (r % 8): wgmma's 128-byte swizzle (wgmma.cuh), with the stages 1,024-byte
+// aligned.
 __device__ __forceinline__ uint32_t swizzled(int r, int c) {
   return static_cast<uint32_t>(r * kChunkBytes + ((c ^ (r & 7)) << 4));
 }
@@ -43,26 +43,6 @@ __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"
 template <int N>
 __device__ __forceinline__ void wait_groups() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-               : "=r"(r0), "=r"(r1)
-               : "r"(address));
-}
-
-__device__ __forceinline__ void mma_bf16(float* d, const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 template <typename Out>
@@ -94,10 +74,10 @@ constexpr int shared_bytes() {
 // first find the weights in L2.
 //
 // Each k-block of 64 k is one pipeline stage: the tile's 128 weight rows and the group's 8 NT
-// rows of x, copied by cp.async kStages - 1 k-blocks ahead. Warp w multiplies features [32 w, +32)
-// (two 16-row A fragments) by every column tile (B fragments), four k-steps of 16 a stage, with
-// ldmatrix from the swizzled stage.
-template <int NT, typename Out, bool WG>
+// rows of x, copied by cp.async kStages - 1 k-blocks ahead. The block's warpgroup multiplies the
+// two 64-feature halves of the tile by all 8 NT rows, four k-steps of 16 a stage
+// (wgmma.m64nNk16, both operands read from the swizzled stage through descriptors).
+template <int NT, typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
@@ -174,15 +154,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (s < steps) load_x(s, kb_begin + s);
     commit();
   }
-  // ldmatrix addresses within a stage: A matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the
-  // warp's 16-row fragment i; B matrices (k 0-7 | 8-15) of column tiles j and j + 1.
-  const int a_row = warp * 32 + (lane % 8) + 8 * ((lane / 8) % 2);
-  const int a_piece = lane / 16;
-  const int b_row = (lane % 8) + 8 * (lane / 16);
-  const int b_piece = (lane / 8) % 2;
   for (int step = 0; step < steps; ++step) {
     wait_groups<kStages - 2>();
-    if constexpr (WG) wgmma::fence_shared_for_async();
+    wgmma::fence_shared_for_async();
     __syncthreads();  // the stage is in; everybody is done with the slot refilled below
     if (step + kStages - 1 < steps) {
       load_weights((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
@@ -191,56 +165,29 @@ __global__ void __launch_bounds__(kThreads, 2)
     commit();
     const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
     const uint32_t xs = stage + kWeightStageBytes;
-    if constexpr (WG) {
-      // Fragment i: the warpgroup's 64 features [64 i, +64) by all 8 NT rows, 16 k at a time
-      // (k-step s starts 32 bytes into the swizzled rows).
-      wgmma::fence();
+    // Fragment i: the warpgroup's 64 features [64 i, +64) by all 8 NT rows, 16 k at a time
+    // (k-step s starts 32 bytes into the swizzled rows).
+    wgmma::fence();
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const uint64_t b = wgmma::descriptor(xs + 32 * s, 16, 1024);
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t b = wgmma::descriptor(xs + 32 * s, 16, 1024);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(stage + i * 64 * kChunkBytes + 32 * s,
-                                                          16, 1024),
-                                b);
-        }
-      }
-      wgmma::commit();
-      wgmma::wait<0>();
-      wgmma::hold_n(acc[0]);
-      wgmma::hold_n(acc[1]);
-    } else {
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        uint32_t a[2][4];
-        ldmatrix_x4(a[0], stage + swizzled(a_row, 2 * s + a_piece));
-        ldmatrix_x4(a[1], stage + swizzled(a_row + 16, 2 * s + a_piece));
-        if constexpr (NT == 1) {
-          uint32_t b0, b1;
-          ldmatrix_x2(b0, b1, xs + swizzled(lane % 8, 2 * s + b_piece));
-          mma_bf16(acc[0], a[0], b0, b1);
-          mma_bf16(acc[1], a[1], b0, b1);
-        } else {
-#pragma unroll
-          for (int j = 0; j < NT; j += 2) {
-            uint32_t b[4];  // tile j: b[0], b[1]; tile j + 1: b[2], b[3]
-            ldmatrix_x4(b, xs + swizzled(8 * j + b_row, 2 * s + b_piece));
-            mma_bf16(acc[0] + 4 * j, a[0], b[0], b[1]);
-            mma_bf16(acc[1] + 4 * j, a[1], b[0], b[1]);
-            mma_bf16(acc[0] + 4 * j + 4, a[0], b[2], b[3]);
-            mma_bf16(acc[1] + 4 * j + 4, a[1], b[2], b[3]);
-          }
-        }
+      for (int i = 0; i < 2; ++i) {
+        wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(stage + i * 64 * kChunkBytes + 32 * s,
+                                                        16, 1024),
+                              b);
       }
     }
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::hold(acc[0]);
+    wgmma::hold(acc[1]);
   }
   wait_groups<0>();
 
   // The feature of fragment i's element c (in the tile): the warp's 16-row slice of the
-  // warpgroup's 64 (wgmma) or the warp's own 32 (mma.sync).
-  const auto feature_of = [&](int i, int c) {
-    return (WG ? 64 * i + 16 * warp : 32 * warp + 16 * i) + g + (c >= 2 ? 8 : 0);
-  };
+  // warpgroup's 64.
+  const auto feature_of = [&](int i, int c) { return 64 * i + 16 * warp + g + (c >= 2 ? 8 : 0); };
   if (pieces == 1) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -261,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // a share of the tile's elements over the cluster's blocks in piece order and stores them.
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
-  __syncthreads();  // every warp is past its last ldmatrix
+  __syncthreads();  // every warpgroup MMA of the block is done with the stages
   float* part = reinterpret_cast<float*>(smem + (base - smem_address(smem)));
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -292,27 +239,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 template <int NT, typename Out>
 cudaError_t configure() {
-  for (const auto kernel : {gemm_small_m_kernel<NT, Out, true>, gemm_small_m_kernel<NT, Out, false>}) {
-    const cudaError_t e = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
 }
 
 bool programmatic_launch() {
   static const bool on = [] {
     const char* v = std::getenv("PACELINE_PDL");
     return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-
-// The MMAs: wgmma, or mma.sync with PACELINE_GEMM_SMALL_M_MMA=sync (for comparison).
-bool use_wgmma() {
-  static const bool on = [] {
-    const char* v = std::getenv("PACELINE_GEMM_SMALL_M_MMA");
-    return v == nullptr || std::string(v) != "sync";
   }();
   return on;
 }
@@ -337,11 +271,8 @@ cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
   attrs[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attrs;
   config.numAttrs = programmatic_launch() ? 2 : 1;
-  return cudaLaunchKernelEx(&config,
-                            use_wgmma() ? gemm_small_m_kernel<NT, Out, true>
-                                        : gemm_small_m_kernel<NT, Out, false>,
-                            x, rows, k, w, n, y, beta, p.blocks_per_piece,
-                            static_cast<int>(p.pieces));
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
+                            p.blocks_per_piece, static_cast<int>(p.pieces));
 }
 
 template <typename Out>

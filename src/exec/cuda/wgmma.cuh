@@ -49,9 +49,10 @@ __device__ __forceinline__ void fence_shared_for_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 // Keeps the compiler from moving reads or writes of an accumulator across an MMA in flight.
-__device__ __forceinline__ void hold(float (&d)[64]) {
+template <int N>
+__device__ __forceinline__ void hold(float (&d)[N]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // d (+)= A . B: A (64 x 16) and B (16 x 128) both from shared memory, K-major (rows of k);

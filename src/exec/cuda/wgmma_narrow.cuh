@@ -58,13 +58,6 @@ __device__ __forceinline__ void mma_ss<64>(float (&d)[32], uint64_t a, uint64_t 
       : "l"(a), "l"(b));
 }
 
-// Keeps the compiler from moving reads or writes of an accumulator across an MMA in flight.
-template <int R>
-__device__ __forceinline__ void hold_n(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
 #endif  // __CUDACC__
 
 }  // namespace paceline::cuda::wgmma
