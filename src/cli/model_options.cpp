@@ -221,6 +221,7 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const Loaded
   co.max_model_len = engine.max_model_len;
   co.host_kv_bytes = kv_offloading_bytes(o.kv_offloading_size);
   co.fp8_kv_cache = wants_fp8_kv_cache(o);
+  co.max_num_seqs = engine.max_num_seqs;
   // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
   co.cudagraph_sizes =
       engine.cudagraph_capture_sizes.empty()

@@ -147,7 +147,7 @@ TEST(CudaGemmSmallM, MatchesDoubleReference) {
     Operands op(s, seed += 5);
     std::vector<double> dot, abs_sum;
     reference(op, dot, abs_sum);
-    const cuda::SmallMPlan plan = cuda::small_m_plan(s.k, s.n);
+    const cuda::SmallMPlan plan = cuda::gemm_small_m_plan(s.k, s.n);
     std::printf("[ small-m ] %s k %lld n %lld: %lld feature tiles x %lld pieces of %lld k-blocks\n",
                 s.name, static_cast<long long>(s.k), static_cast<long long>(s.n),
                 static_cast<long long>(plan.tiles), static_cast<long long>(plan.pieces),
@@ -176,6 +176,52 @@ TEST(CudaGemmSmallM, MatchesDoubleReference) {
 
 // The same row, alone (M = 1), among 17 rows at another position, and among 64 in reverse
 // order, with beta 0 and 1: the same bits.
+// The device runs a launch in the waves its plan counted on, for each projection of Qwen3-8B and
+// lm_head at any row count of a group: a cluster (the split-K pieces of a feature tile) that
+// finds no room waits for another wave and doubles the call (qkv_proj's 48 clusters of five
+// blocks against 47 places when a block took 97 KB of shared memory). The room it plans with is
+// the device's, printed for the record.
+TEST(CudaGemmSmallM, LaunchesTakeTheWavesThePlanCountedOn) {
+  PACELINE_REQUIRE_GPU();
+  const cuda::SmallMClusterRoom& room = cuda::gemm_small_m_cluster_room();
+  std::printf("[ small-m room ] clusters at once by size 1..8:");
+  for (int p = 1; p <= static_cast<int>(cuda::kSmallMMaxPieces); ++p) {
+    std::printf(" %lld", static_cast<long long>(room.clusters[p]));
+  }
+  std::printf("\n");
+  for (const Shape& s : kBenchShapes) {
+    const cuda::SmallMPlan plan = cuda::gemm_small_m_plan(s.k, s.n);
+    ASSERT_GE(plan.pieces, 1) << s.name;
+    const int64_t planned = (plan.tiles + room.clusters[plan.pieces] - 1) / room.clusters[plan.pieces];
+    std::printf("[ small-m plan ] %s: %lld tiles, %lld pieces of %lld k-blocks, %lld waves\n",
+                s.name, static_cast<long long>(plan.tiles), static_cast<long long>(plan.pieces),
+                static_cast<long long>(plan.blocks_per_piece), static_cast<long long>(planned));
+    for (int rows : {1, 8, 16, 32, 64}) {
+      int clusters = 0, resident = 0;
+      ASSERT_EQ(cuda::gemm_small_m_cluster_fit(rows, s.k, s.n, &clusters, &resident), cudaSuccess);
+      ASSERT_GT(resident, 0);
+      EXPECT_LE((clusters + resident - 1) / resident, planned) << s.name << " at " << rows << " rows";
+    }
+  }
+}
+
+// The executor's choice: decode rows take the small-M kernel when no step decodes more than 32
+// sequences (where it wins at every batch), cuBLASLt otherwise; the environment overrides.
+TEST(CudaGemmSmallM, ChosenWhenStepsDecodeAtMost32Sequences) {
+  if (std::getenv("PACELINE_GEMM_SMALL_M") != nullptr) {
+    GTEST_SKIP() << "PACELINE_GEMM_SMALL_M decides in this run";
+  }
+  EXPECT_TRUE(cuda::gemm_small_m_for(1));
+  EXPECT_TRUE(cuda::gemm_small_m_for(32));
+  EXPECT_FALSE(cuda::gemm_small_m_for(33));
+  EXPECT_FALSE(cuda::gemm_small_m_for(256));
+  setenv("PACELINE_GEMM_SMALL_M", "1", 1);
+  EXPECT_TRUE(cuda::gemm_small_m_for(256));
+  setenv("PACELINE_GEMM_SMALL_M", "0", 1);
+  EXPECT_FALSE(cuda::gemm_small_m_for(1));
+  unsetenv("PACELINE_GEMM_SMALL_M");
+}
+
 TEST(CudaGemmSmallM, RowBitsDoNotDependOnTheBatch) {
   PACELINE_REQUIRE_GPU();
   cuda::Gemm g(nullptr);
@@ -396,7 +442,10 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
   PACELINE_CUDA_CHECK(cudaEventCreate(&a));
   PACELINE_CUDA_CHECK(cudaEventCreate(&b));
   constexpr int kCalls = 20, kTimings = 25;
+  // PACELINE_GEMM_BENCH_SHAPE=name times that shape alone (for a profiler's run).
+  const char* only = std::getenv("PACELINE_GEMM_BENCH_SHAPE");
   for (const Shape& s : kBenchShapes) {
+    if (only != nullptr && std::strcmp(only, s.name) != 0) continue;
     const size_t wbytes = static_cast<size_t>(s.n * s.k) * 2;
     const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / wbytes + 1);
     std::vector<DeviceBuffer> ws;
@@ -410,7 +459,7 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
     PACELINE_CUDA_CHECK(cudaMemset(x.as<void>(), 0x3c, x.bytes()));
     PACELINE_CUDA_CHECK(cudaMemset(y.as<void>(), 0, y.bytes()));
     const float beta = s.n == 4096 ? 1.0f : 0.0f;  // o_proj and down_proj add to the residual
-    for (int64_t rows : {1, 8, 16, 32, 64}) {
+    for (int64_t rows : {1, 8, 16, 32, 64, 128}) {
       double ms[2] = {0, 0};
       for (int path = 0; path < 2; ++path) {
         const int64_t small = path == 0 ? rows : 0;
@@ -432,12 +481,15 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
         std::sort(t.begin(), t.end());
         ms[path] = t[t.size() / 2];
       }
+      int clusters = 0, resident = 0;
+      PACELINE_CUDA_CHECK(cuda::gemm_small_m_cluster_fit(
+          static_cast<int>(std::min(rows, cuda::kSmallMRows)), s.k, s.n, &clusters, &resident));
       std::printf(
           "[ small-m bench ] %s k %lld n %lld, M %lld: small-M %.4f ms (%.0f GB/s), "
-          "cuBLASLt %.4f ms (%.0f GB/s), cuBLASLt / small-M %.2f\n",
+          "cuBLASLt %.4f ms (%.0f GB/s), cuBLASLt / small-M %.2f; clusters %d, resident %d\n",
           s.name, static_cast<long long>(s.k), static_cast<long long>(s.n),
           static_cast<long long>(rows), ms[0], static_cast<double>(wbytes) / ms[0] / 1e6, ms[1],
-          static_cast<double>(wbytes) / ms[1] / 1e6, ms[1] / ms[0]);
+          static_cast<double>(wbytes) / ms[1] / 1e6, ms[1] / ms[0], clusters, resident);
     }
   }
   cudaEventDestroy(a);

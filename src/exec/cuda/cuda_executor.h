@@ -35,6 +35,9 @@ struct CudaExecutorOptions {
   // --kv-cache-dtype fp8: the KV cache in FP8 e4m3 (1 byte per element, unscaled) instead of
   // bfloat16; twice the blocks in the same memory, half the bytes each decode step reads.
   bool fp8_kv_cache = false;
+  // The most sequences a step decodes (--max-num-seqs): at kSmallMAutoRows or fewer the decode
+  // rows take the small-M GEMM (gemm.h; PACELINE_GEMM_SMALL_M=1 or 0 overrides).
+  int64_t max_num_seqs = 256;
 };
 
 // Whether a CUDA device is present and usable (false in a build without CUDA).

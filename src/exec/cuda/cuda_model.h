@@ -59,6 +59,10 @@ class CudaModel {
   // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).
   void forward(const StepCounts& counts, const StepBuffers& in, Activations& acts);
 
+  // Whether decode rows go through the small-M GEMM (gemm.h); set before any graph capture.
+  void set_small_m_gemm(bool on) { gemm_.set_small_m(on); }
+  bool small_m_gemm() const { return gemm_.small_m(); }
+
  private:
   LayerCache layer_cache(int64_t layer) const;
 

@@ -11,19 +11,17 @@
 
 namespace paceline::cuda {
 
-bool gemm_small_m_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("PACELINE_GEMM_SMALL_M");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return on;
+bool gemm_small_m_for(int64_t max_decode_rows) {
+  const char* v = std::getenv("PACELINE_GEMM_SMALL_M");
+  if (v != nullptr && std::string(v) == "1") return true;
+  if (v != nullptr && std::string(v) == "0") return false;
+  return max_decode_rows <= kSmallMAutoRows;
 }
 
 Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) {
   PACELINE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   const char* chunked = std::getenv("PACELINE_GEMM_CHUNKED");
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
-  small_m_ = gemm_small_m_enabled();
   PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 

@@ -22,8 +22,9 @@
 // gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, and only the rest
 // through cuBLASLt. Each path gives a row the same bits for any row count, so a decode row has
 // the same bits in a pure decode step, a mixed step, eagerly and in a graph.
-// Opt-in for now (PACELINE_GEMM_SMALL_M=1): on the H200 it beats cuBLASLt up to 16 rows and loses
-// from 32 rows up (docs/performance.md), so by default every row goes to cuBLASLt in plan order.
+// The executor chooses it once (gemm_small_m_for): on when no step can decode more than
+// kSmallMAutoRows sequences (--max-num-seqs 32 or less), where it wins at every batch; else every
+// row goes to cuBLASLt in plan order, which wins from 64 rows up.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -45,8 +46,15 @@ inline int64_t gemm_buffer_rows(int64_t rows) {
   return gemm_padded_rows(rows) + kGemmRows;
 }
 
-// Whether decode rows take the small-M kernel: PACELINE_GEMM_SMALL_M=1.
-bool gemm_small_m_enabled();
+// Decode batches up to this size are where the small-M kernel beats cuBLASLt's padded call on
+// the H200 at every size measured (1, 4, 16, 32 rows: 5-15% a step; at 64 rows it is 2% slower,
+// at 128 rows 27%; docs/performance.md).
+inline constexpr int64_t kSmallMAutoRows = 32;
+// Whether the decode rows of an executor whose steps decode at most max_decode_rows sequences
+// take the small-M kernel: PACELINE_GEMM_SMALL_M=1 or 0 decides; unset, yes when
+// max_decode_rows <= kSmallMAutoRows. One choice for the executor's life, so a row gets the same
+// bits in every step (batch invariance).
+bool gemm_small_m_for(int64_t max_decode_rows);
 
 class Gemm {
  public:
@@ -95,7 +103,7 @@ class Gemm {
   DeviceBuffer workspace_;  // given explicitly so that graph capture allocates nothing
   std::map<Key, Plan> plans_;
   bool single_call_ = true;
-  bool small_m_ = true;
+  bool small_m_ = false;
 };
 
 }  // namespace paceline::cuda

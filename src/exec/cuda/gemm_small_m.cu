@@ -15,7 +15,6 @@ namespace paceline::cuda {
 namespace {
 
 constexpr int kThreads = 128;  // 4 warps, 32 features each
-constexpr int kStages = static_cast<int>(kSmallMStages);
 constexpr int kFeatures = static_cast<int>(kSmallMFeatures);
 constexpr int kChunkBytes = static_cast<int>(kSmallMChunk) * 2;  // one row of a stage: 128 bytes
 constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB
@@ -62,10 +61,20 @@ template <int NT>
 constexpr int stage_bytes() {
   return kWeightStageBytes + NT * 8 * kChunkBytes;
 }
+// Stages of the pipeline: as many as keep three blocks on an SM (at most 75 KB of shared memory
+// each). With two, a cluster of five blocks (qkv_proj's pieces) finds room for only 47 of its 48
+// clusters on the H200's GPCs, and the 48th runs alone after the rest: twice the time (ncu,
+// docs/performance.md). The depth does not enter a row's arithmetic.
+template <int NT>
+constexpr int stages() {
+  constexpr int most = static_cast<int>(kSmallMStages);
+  return most * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock ? most : most - 1;
+}
 template <int NT>
 constexpr int shared_bytes() {
-  static_assert(NT * 8 * kPartPitch * 4 <= kStages * stage_bytes<NT>());
-  return kStages * stage_bytes<NT>() + 1024;  // room to align the stages to 1,024 bytes
+  static_assert(NT * 8 * kPartPitch * 4 <= stages<NT>() * stage_bytes<NT>());
+  static_assert(stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
+  return stages<NT>() * stage_bytes<NT>() + 1024;  // room to align the stages to 1,024 bytes
 }
 
 // One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),
@@ -78,12 +87,13 @@ constexpr int shared_bytes() {
 // two 64-feature halves of the tile by all 8 NT rows, four k-steps of 16 a stage
 // (wgmma.m64nNk16, both operands read from the swizzled stage through descriptors).
 template <int NT, typename Out>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 3)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t blocks_per_piece, int pieces) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int kRowsX = NT * 8;
+  constexpr int kStages = stages<NT>();
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4;
@@ -222,17 +232,38 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   cluster.sync();
-  for (int e = piece * kThreads + static_cast<int>(threadIdx.x); e < rows * kFeatures;
-       e += pieces * kThreads) {
-    const int r = e / kFeatures;
-    const int fl = e % kFeatures;
-    const int64_t f = f_tile + fl;
-    if (f >= n) continue;
-    float sum = 0.0f;
-    for (int p = 0; p < pieces; ++p) {
-      sum = __fadd_rn(sum, *cluster.map_shared_rank(part + r * kPartPitch + fl, p));
+  // Four adjacent features at a time (16-byte reads of the partial rows, whose pitch keeps them
+  // aligned), every piece's read issued before the first add: the reads cross the cluster, and
+  // one at a time they cost a round trip each. The adds stay in piece order, so the bits are
+  // those of a sum taken piece by piece.
+  constexpr int kQuads = kFeatures / 4;
+  for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
+       q += pieces * kThreads) {
+    const int r = q / kQuads;
+    const int fl = (q % kQuads) * 4;
+    float4 v[kSmallMMaxPieces];
+#pragma unroll
+    for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+      if (p < pieces) {
+        v[p] = *reinterpret_cast<const float4*>(
+            cluster.map_shared_rank(part + r * kPartPitch + fl, p));
+      }
     }
-    store_out(y + r * n + f, sum, beta);
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+      if (p < pieces) {
+        sum[0] = __fadd_rn(sum[0], v[p].x);
+        sum[1] = __fadd_rn(sum[1], v[p].y);
+        sum[2] = __fadd_rn(sum[2], v[p].z);
+        sum[3] = __fadd_rn(sum[3], v[p].w);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int64_t f = f_tile + fl + c;
+      if (f < n) store_out(y + r * n + f, sum[c], beta);
+    }
   }
   cluster.sync();  // no block leaves while another still reads its shared memory
 }
@@ -251,16 +282,17 @@ bool programmatic_launch() {
   return on;
 }
 
+// The launch of a call: grid (row groups, feature tiles, pieces), a cluster of the pieces of a
+// tile; attrs must live as long as the config.
 template <int NT, typename Out>
-cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
-                   float beta, const SmallMPlan& p, cudaStream_t stream) {
+cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t stream,
+                                 cudaLaunchAttribute (&attrs)[2]) {
   const auto groups = static_cast<unsigned>((rows + kSmallMRows - 1) / kSmallMRows);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(groups, static_cast<unsigned>(p.tiles), static_cast<unsigned>(p.pieces));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = shared_bytes<NT>();
   config.stream = stream;
-  cudaLaunchAttribute attrs[2]{};
   attrs[0].id = cudaLaunchAttributeClusterDimension;
   attrs[0].val.clusterDim.x = 1;
   attrs[0].val.clusterDim.y = 1;
@@ -271,8 +303,25 @@ cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
   attrs[1].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attrs;
   config.numAttrs = programmatic_launch() ? 2 : 1;
+  return config;
+}
+
+template <int NT, typename Out>
+cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
+                   float beta, const SmallMPlan& p, cudaStream_t stream) {
+  cudaLaunchAttribute attrs[2]{};
+  const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
   return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
                             p.blocks_per_piece, static_cast<int>(p.pieces));
+}
+
+template <int NT>
+cudaError_t cluster_fit(int rows, const SmallMPlan& p, int* clusters, int* resident) {
+  cudaLaunchAttribute attrs[2]{};
+  cudaLaunchConfig_t config = launch_config<NT, float>(rows, p, nullptr, attrs);
+  config.numAttrs = 1;  // the cluster alone
+  *clusters = static_cast<int>(config.gridDim.x * config.gridDim.y);
+  return cudaOccupancyMaxActiveClusters(resident, gemm_small_m_kernel<NT, float>, &config);
 }
 
 template <typename Out>
@@ -300,13 +349,52 @@ cudaError_t prepare_gemm_small_m() {
   return status;
 }
 
+const SmallMClusterRoom& gemm_small_m_cluster_room() {
+  // Every group size keeps three blocks on an SM (kSmallMSharedPerBlock); the 64-row kernel,
+  // the largest, stands for all, so one plan serves every row count.
+  static const SmallMClusterRoom room = [] {
+    SmallMClusterRoom r;
+    if (prepare_gemm_small_m() != cudaSuccess) return r;
+    for (int p = 1; p <= static_cast<int>(kSmallMMaxPieces); ++p) {
+      SmallMPlan one;
+      one.tiles = 1;
+      one.pieces = p;
+      one.blocks_per_piece = 1;
+      cudaLaunchAttribute attrs[2]{};
+      cudaLaunchConfig_t config = launch_config<8, float>(1, one, nullptr, attrs);
+      config.numAttrs = 1;  // the cluster alone
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, gemm_small_m_kernel<8, float>, &config) ==
+          cudaSuccess) {
+        r.clusters[p] = clusters;
+      }
+    }
+    return r;
+  }();
+  return room;
+}
+
+SmallMPlan gemm_small_m_plan(int64_t k, int64_t n) {
+  return small_m_plan(k, n, gemm_small_m_cluster_room());
+}
+
+cudaError_t gemm_small_m_cluster_fit(int rows, int64_t k, int64_t n, int* clusters, int* resident) {
+  if (rows < 1 || rows > kSmallMRows || !small_m_supported(k)) return cudaErrorInvalidValue;
+  if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
+  const SmallMPlan p = gemm_small_m_plan(k, n);
+  if (rows <= 8) return cluster_fit<1>(rows, p, clusters, resident);
+  if (rows <= 16) return cluster_fit<2>(rows, p, clusters, resident);
+  if (rows <= 32) return cluster_fit<4>(rows, p, clusters, resident);
+  return cluster_fit<8>(rows, p, clusters, resident);
+}
+
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
                                 void* y, bool y_bf16, float beta, cudaStream_t stream) {
   if (rows < 1 || rows > kSmallMLaunchRows || n < 1 || !small_m_supported(k)) {
     return cudaErrorInvalidValue;
   }
-  const SmallMPlan p = small_m_plan(k, n);
-  if (p.tiles > 65535) return cudaErrorInvalidValue;
+  const SmallMPlan p = gemm_small_m_plan(k, n);
+  if (p.tiles > 65535 || p.pieces < 1) return cudaErrorInvalidValue;
   if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
   if (y_bf16) return launch_rows(x, rows, k, w, n, static_cast<bf16*>(y), beta, p, stream);
   return launch_rows(x, rows, k, w, n, static_cast<float*>(y), beta, p, stream);

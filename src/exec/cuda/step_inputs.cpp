@@ -61,10 +61,6 @@ void add_logit_rows(const ScheduledSeq& s, int first_row, HostStep& h) {
 
 }  // namespace
 
-HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim) {
-  return host_step_from_plan(plan, lim, gemm_small_m_enabled());
-}
-
 HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim, bool small_first) {
   HostStep h;
   std::vector<int> first_rows(plan.seqs.size(), -1);
@@ -91,7 +87,8 @@ HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim, bool s
   return h;
 }
 
-HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padded) {
+HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padded,
+                          bool small_m) {
   HostStep h;
   for (const ScheduledSeq& s : plan.seqs) add_logit_rows(s, add_sequence(s, lim, h), h);
   while (h.rows() < padded) {
@@ -103,7 +100,7 @@ HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padde
     h.logit_rows.push_back(h.rows() - 1);
   }
   for (int r = 0; r < padded; ++r) h.decode_rows.push_back(r);
-  h.small_gemm_rows = gemm_small_m_enabled() ? padded : 0;
+  h.small_gemm_rows = small_m ? padded : 0;
   return h;
 }
 

@@ -37,16 +37,15 @@ struct StepLimits {
 
 // Validates the plan (tokens in the vocabulary, block tables covering the positions with ids
 // inside the cache, num_logits in range; errors name the request) and flattens it: the rows of
-// sequences with one token first (in plan order), then the others (in plan order), unless the
-// small-M GEMM is off (the default; PACELINE_GEMM_SMALL_M=1 turns it on). logit_rows stay in
-// plan order.
-HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& limits);
-// The same with the small-M layout chosen explicitly (the other takes gemm_small_m_enabled()).
+// sequences with one token first (in plan order), then the others (in plan order), when the
+// executor's GEMM takes decode rows through the small-M kernel (small_m_first); else all in plan
+// order. logit_rows stay in plan order.
 HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& limits, bool small_m_first);
 // The plan of a decode batch padded to `padded` rows: padding rows have position -1 (no keys),
 // slot -1 (no K/V write) and give logits that nobody reads. Every row is a decode row, and every
-// row a small-M GEMM row.
-HostStep host_step_padded(const StepPlan& plan, const StepLimits& limits, int padded);
+// row a small-M GEMM row when small_m is on.
+HostStep host_step_padded(const StepPlan& plan, const StepLimits& limits, int padded,
+                          bool small_m);
 
 // Device copy of a HostStep. Sections sit at offsets fixed by the capacities, so that a CUDA
 // graph captured on one StepBuffers sees each new step's inputs at the same addresses.
