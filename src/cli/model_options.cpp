@@ -63,7 +63,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
       ->capture_default_str();
   cmd.add_flag("--enforce-eager", o.enforce_eager, "cuda: run decode eagerly, no CUDA graphs");
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
-  cmd.add_option("--threads", o.threads, "CPU threads (0: all cores)")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "CPU threads (0: all cores; serve keeps 4 for its I/O and request threads)")->capture_default_str();
   cmd.add_option("--tensor-parallel-size", o.tensor_parallel_size,
                  "(-tp) ranks the model is split into (attention heads, KV heads, MLP columns, "
                  "vocabulary); cpu: computed in turn, the arithmetic of tensor parallelism; cuda: "
@@ -292,7 +292,8 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
 #endif
   } else {
     const int threads =
-        o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+        o.threads > 0 ? o.threads
+                      : static_cast<int>(std::thread::hardware_concurrency()) - o.reserved_threads;
     executor = std::make_unique<CpuExecutor>(m.config, *m.weights, kv_cache_shape_for(o, m.config),
                                              std::max(1, threads), host_kv_blocks_for(o, m.config),
                                              o.tensor_parallel_size);

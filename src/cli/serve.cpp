@@ -177,8 +177,13 @@ int run_serve(const ServeOptions& o) {
   MetricsRegistry metrics;
   metrics.set_prefix(metrics_prefix);
   metrics.set_constant_labels({{"model_name", served_model_name(o, m)}});
+  // The CPU forward leaves a core each to the I/O thread, the small-body lane and the bulk request
+  // threads (model_options.h says why).
+  ModelOptions executor_options = o.model;
+  executor_options.reserved_threads =
+      HttpServerOptions{}.io_threads + 1 + OpenAiServiceOptions{}.request_threads;
   std::unique_ptr<Executor> executor =
-      o.pace.profile.empty() ? make_executor(o.model, m, ec.scheduler)
+      o.pace.profile.empty() ? make_executor(executor_options, m, ec.scheduler)
                              : make_paced_null_executor(o.model, m, o.pace, clock);
   Engine engine(ec.scheduler, std::move(executor), clock, &metrics, &ec.delayer_sources);
   if (step_log) engine.set_step_log(std::move(step_log), o.model.device, m.config.name);

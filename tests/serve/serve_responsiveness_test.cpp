@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -75,6 +76,24 @@ TEST(ServeResponsiveness, WorstBodiesInFlightDoNotStallHealthOrASmallChat) {
   EXPECT_EQ(statuses[0], 200);  // the ignored field is ignored
   EXPECT_EQ(statuses[1], 400);  // 100k messages are far over 4096 tokens
   EXPECT_EQ(statuses[2], 400);  // and so are 30 MB of text
+}
+
+// The CPU forward's threads leave a core each to the I/O thread, the small-body lane and the two
+// bulk request threads: a forward thread that shares a core with a parser holds up every layer of
+// the step. --threads still says exactly how many.
+TEST(ServeThreads, TheForwardLeavesCoresToTheServersOwnThreads) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  ServerLaunch own_threads;
+  own_threads.one_thread = false;
+  {
+    ServerProcess server({}, "tiny", own_threads);
+    EXPECT_NE(server.startup_log().find("cpu: " + std::to_string(std::max(1, cores - 4)) +
+                                        " threads"),
+              std::string::npos)
+        << server.startup_log();
+  }
+  ServerProcess server({"--threads", "3"}, "tiny", own_threads);
+  EXPECT_NE(server.startup_log().find("cpu: 3 threads"), std::string::npos) << server.startup_log();
 }
 
 TEST(ServeGauges, KvBlocksFromStartupAndRunningDuringALongPrefill) {

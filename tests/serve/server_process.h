@@ -179,6 +179,7 @@ struct ServerLaunch {
   std::string working_dir = PACELINE_SOURCE_DIR;
   bool unset_paceline_home = false;                      // as a user who never set it
   std::vector<std::pair<std::string, std::string>> env = {};  // set in the server's environment
+  bool one_thread = true;  // --threads 1 (tests share the machine); false: the server's default
 };
 
 class ServerProcess {
@@ -193,8 +194,8 @@ class ServerProcess {
       dup2(out[1], 2);
       dup2(out[1], 1);
       close(out[0]);
-      std::vector<std::string> args = {launch.binary, "serve", "--model", model, "--port", "0",
-                                       "--threads", "1"};
+      std::vector<std::string> args = {launch.binary, "serve", "--model", model, "--port", "0"};
+      if (launch.one_thread) args.insert(args.end(), {"--threads", "1"});
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
