@@ -26,8 +26,10 @@ void add_engine_options(CLI::App& cmd, EngineOptions& o) {
       ->capture_default_str();
   cmd.add_option("--schedule-policy", o.schedule_policy,
                  "admission order: fcfs (arrival order), lpm (when KV is short, the longest "
-                 "cached prefix first)")
-      ->check(CLI::IsMember({"fcfs", "lpm"}))
+                 "cached prefix first), short-first (a request with at most a quarter of the "
+                 "token budget left to prefill, its prefix cached, goes first, in a forward of "
+                 "its own)")
+      ->check(CLI::IsMember({"fcfs", "lpm", "short-first"}))
       ->capture_default_str();
   cmd.add_option("--schedule-policy-max-wait-ms", o.schedule_policy_max_wait_ms,
                  "lpm: a request waiting longer goes next and nobody overtakes it")

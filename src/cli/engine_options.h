@@ -16,7 +16,7 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   std::string kv_policy = "reuse";  // the scheduler library's default is lru (tests rely on it)
   std::string schedule = "separate";
-  std::string schedule_policy = "fcfs";
+  std::string schedule_policy = "short-first";
   double schedule_policy_max_wait_ms = 30000;
   int64_t long_prefill_token_threshold = 0;
   int64_t kv_offloading_max_blocks_per_step = 0;

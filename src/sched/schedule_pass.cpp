@@ -57,18 +57,19 @@ Scheduler::Pass Scheduler::build_pass() {
   Pass pass;
   pass.budget = config_.max_num_batched_tokens;
   // A pass that preempted admits nobody: what it freed goes to the requests already running.
+  // Under short-first, a pass that admits short prefills runs them alone: no long prefill chunk
+  // makes them wait for its forward.
+  auto prefills = [&] {
+    if (!pass.preempted && admit_short_prefills(pass)) return;
+    schedule_partial_prefills(pass);
+    if (!pass.preempted) admit_waiting(pass);
+  };
   if (config_.schedule == ScheduleKind::kSeparate) {
-    if (prefill_allowed) {
-      schedule_partial_prefills(pass);
-      if (!pass.preempted) admit_waiting(pass);
-    }
+    if (prefill_allowed) prefills();
     if (!pass.has_prefill()) schedule_decodes(pass);
   } else {
     schedule_decodes(pass);
-    if (prefill_allowed) {
-      schedule_partial_prefills(pass);
-      if (!pass.preempted) admit_waiting(pass);
-    }
+    if (prefill_allowed) prefills();
   }
   return pass;
 }

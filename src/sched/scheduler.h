@@ -116,6 +116,9 @@ class Scheduler {
   enum class Admit { kAdmitted, kNoBudget, kNoKv };
   Admit try_admit(Request& request, const PrefixHit& hit, Pass& pass);
   void admit_by_prefix(Pass& pass);
+  // short-first: admits the waiting requests with a short prefill left, in queue order, each
+  // that fits; true when it admitted any (the pass is then theirs alone).
+  bool admit_short_prefills(Pass& pass);
   bool reserve(Request& request, int64_t num_tokens, Pass& pass);
   void preempt(Request& victim, Pass& pass);
   int64_t prefill_chunk(int64_t remaining, int64_t budget) const;
@@ -149,6 +152,7 @@ class Scheduler {
   std::vector<Request*> running_;  // admission order: the newest at the back
   uint64_t next_step_id_ = 0;
   std::optional<uint64_t> in_flight_step_;
+  int short_passes_in_a_row_ = 0;  // short-first: passes that ran short prefills alone
   SchedulerStats totals_;
 };
 

@@ -20,11 +20,20 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
 AdmissionPolicy parse_admission_policy(std::string_view name) {
   if (name == "fcfs") return AdmissionPolicy::kFcfs;
   if (name == "lpm") return AdmissionPolicy::kLpm;
-  fail("--schedule-policy must be 'fcfs' or 'lpm' (got '{}')", name);
+  if (name == "short-first") return AdmissionPolicy::kShortFirst;
+  fail("--schedule-policy must be 'fcfs', 'lpm' or 'short-first' (got '{}')", name);
 }
 
 std::string_view admission_policy_name(AdmissionPolicy policy) {
-  return policy == AdmissionPolicy::kLpm ? "lpm" : "fcfs";
+  switch (policy) {
+    case AdmissionPolicy::kFcfs:
+      return "fcfs";
+    case AdmissionPolicy::kLpm:
+      return "lpm";
+    case AdmissionPolicy::kShortFirst:
+      return "short-first";
+  }
+  return "?";
 }
 
 void SchedulerConfig::validate() const {

@@ -31,9 +31,16 @@ enum class AdmissionPolicy {
   // first (SGLang's "lpm"), so that what is resident is used before it is evicted, except that a
   // request waiting longer than lpm_max_wait_ms goes first and nobody overtakes it.
   kLpm,
+  // Short prefills first (the CLI's default): a waiting request whose prompt is mostly resident
+  // (at most a quarter of the forward's token budget left to prefill) is admitted ahead of the
+  // queue and of the prefills already in flight, in a forward of its own, at most 16 such
+  // forwards in a row. A turn that finds its session cached then waits for the forward in
+  // progress instead of every recompute ahead of it (src/sched/short_first.cpp).
+  kShortFirst,
 };
 
-AdmissionPolicy parse_admission_policy(std::string_view name);  // "fcfs" | "lpm"; else throws
+// "fcfs" | "lpm" | "short-first"; else throws
+AdmissionPolicy parse_admission_policy(std::string_view name);
 std::string_view admission_policy_name(AdmissionPolicy policy);
 
 struct SchedulerConfig {

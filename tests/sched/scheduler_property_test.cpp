@@ -355,7 +355,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"separate_reuse_host_copy_budget", ScheduleKind::kSeparate, 0, 0, 0,
                               true, KvPolicy::kReuse, 24, AdmissionPolicy::kFcfs, 0, 2},
                       Variant{"mixed_lpm_host_copy_budget_load_failures", ScheduleKind::kMixed, 0,
-                              2, 16, true, KvPolicy::kReuse, 24, AdmissionPolicy::kLpm, 20, 1}),
+                              2, 16, true, KvPolicy::kReuse, 24, AdmissionPolicy::kLpm, 20, 1},
+                      Variant{"separate_reuse_short_first_host", ScheduleKind::kSeparate, 0, 0, 0,
+                              true, KvPolicy::kReuse, 24, AdmissionPolicy::kShortFirst},
+                      Variant{"mixed_chunked_short_first_delayer_host_copy_budget_load_failures",
+                              ScheduleKind::kMixed, 0, 2, 16, true, KvPolicy::kReuse, 24,
+                              AdmissionPolicy::kShortFirst, 20, 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
