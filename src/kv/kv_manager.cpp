@@ -59,6 +59,17 @@ PrefixHit KvManager::find_cached_prefix(BlockTable& seq, std::span<const int32_t
   return hit;
 }
 
+bool KvManager::may_hit_blocks(BlockTable& seq, std::span<const int32_t> tokens,
+                               int64_t num_blocks) {
+  if (num_blocks < 1) return true;
+  if (!config_.enable_prefix_caching || !seq.empty() || tokens.empty()) return false;
+  const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / config_.block_size;
+  if (num_blocks > max_blocks) return false;
+  extend_block_hashes(seq.hashes, tokens, config_.block_size, max_blocks);
+  const uint64_t last = seq.hashes[static_cast<size_t>(num_blocks - 1)];
+  return pool_.find_cached(last).has_value() || (host_ && host_->find_cached(last).has_value());
+}
+
 int64_t KvManager::num_new_blocks(const BlockTable& seq, int64_t num_tokens,
                                   const PrefixHit& hit) const {
   const int64_t have = static_cast<int64_t>(seq.ids.size()) +

@@ -109,6 +109,11 @@ class KvManager {
   // The longest run of cached full blocks at the start of `tokens`, excluding the block that holds
   // the last token. Empty when caching is off or `seq` already has blocks. Extends seq.hashes.
   PrefixHit find_cached_prefix(BlockTable& seq, std::span<const int32_t> tokens);
+  // Whether a prefix hit of at least num_blocks blocks is possible for a fresh `seq`: the prompt
+  // has that many cacheable blocks and the last of them is resident in either tier. One lookup
+  // where find_cached_prefix walks the whole prefix; false rules the hit out, true promises
+  // nothing (a block before it may be gone).
+  bool may_hit_blocks(BlockTable& seq, std::span<const int32_t> tokens, int64_t num_blocks);
 
   // A request for `tokens` has arrived and waits: under the reuse policy its resident prefix
   // (both tiers) is needed now, so those blocks give way after every idle one and are never

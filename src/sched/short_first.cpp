@@ -34,6 +34,10 @@ bool Scheduler::admit_short_prefills(Pass& pass) {
   for (Request* r : waiting_) {
     if (num_running() >= config_.max_num_seqs || pass.budget <= 0) break;
     if (r->wants_prompt_logprobs()) continue;  // it skips the cache: its prefill is the prompt
+    // The whole blocks it must find cached to be short; one lookup rules most long ones out.
+    const int64_t need_tokens = r->num_tokens() - short_tokens;
+    const int64_t need_blocks = (need_tokens + kv_.block_size() - 1) / kv_.block_size();
+    if (need_tokens > 0 && !kv_.may_hit_blocks(r->blocks, r->tokens, need_blocks)) continue;
     const PrefixHit hit = kv_.find_cached_prefix(r->blocks, r->tokens);
     if (r->num_tokens() - hit.num_tokens > short_tokens) continue;
     if (try_admit(*r, hit, pass) == Admit::kAdmitted) admitted.push_back(r);

@@ -172,3 +172,27 @@ TEST(HostTierOff, NothingIsStoredWithoutOne) {
 
 }  // namespace
 }  // namespace paceline
+
+namespace paceline {
+namespace {
+
+// may_hit_blocks: one lookup that rules a prefix hit out. A's 4 cacheable blocks are resident
+// (on the GPU, then in the host tier after B pushed them out): a hit of 1 to 4 blocks may be;
+// 5 blocks is past what the prompt can have cached; a prompt none of whose blocks is cached
+// cannot hit.
+TEST_F(HostTier, MayHitBlocksAsksForTheLastBlockOfTheHitInEitherTier) {
+  run_turn(kv, a);
+  BlockTable fresh;
+  EXPECT_TRUE(kv.may_hit_blocks(fresh, a, 0));
+  EXPECT_TRUE(kv.may_hit_blocks(fresh, a, 4));
+  EXPECT_FALSE(kv.may_hit_blocks(fresh, a, 5));
+  run_turn(kv, b);  // A's blocks now in the host tier only
+  BlockTable again;
+  EXPECT_TRUE(kv.may_hit_blocks(again, a, 4));
+  BlockTable other;
+  EXPECT_FALSE(kv.may_hit_blocks(other, tokens_from(900, 17), 1));
+  EXPECT_EQ(kv.find_cached_prefix(again, a).num_tokens, 16);  // the lookups changed nothing
+}
+
+}  // namespace
+}  // namespace paceline
