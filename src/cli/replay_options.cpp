@@ -18,6 +18,7 @@ void add_replay_options(CLI::App& cmd, ReplayOptions& o, bool traces_required) {
                "an AgentX file the reader cannot use is an error (default: skipped, warned, "
                "counted)");
   cmd.add_option("--gpus", o.gpus, "GPUs behind the server, for per-GPU throughput")
+      ->each([&o](const std::string&) { o.gpus_given = true; })
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd.add_option("--start-window", o.start_window, "first play starts in [lo,hi] of a session")

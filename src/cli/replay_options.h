@@ -33,6 +33,7 @@ struct ReplayOptions {
   double isl_scale = 1.0;
   double osl_scale = 1.0;
   int gpus = 1;
+  bool gpus_given = false;  // --gpus was on the command line
   std::string slo;
   bool strict = false;  // an unusable AgentX file fails the run instead of being skipped
 

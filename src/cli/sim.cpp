@@ -14,6 +14,7 @@
 #include "bench/sweep_manifest.h"
 #include "cli/model_options.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"
 #include "sim/consistent_hash_ring.h"
 #include "sim/sim_driver.h"
 #include "sim/sim_profile.h"
@@ -72,10 +73,28 @@ int show_routes(const SimOptions& o) {
   return 0;
 }
 
+}  // namespace
+
+int sim_gpus_per_replica(const SimOptions& o) {
+  const int tp = o.tensor_parallel_size;
+  if (tp < 1) fail("--tensor-parallel-size must be at least 1 (got {})", tp);
+  if (!o.replay.gpus_given) return tp;
+  if ((o.tensor_parallel_given || tp > 1) && o.replay.gpus != tp) {
+    fail("--gpus {} contradicts --tensor-parallel-size {}: a replica of tensor-parallel size {} "
+         "runs on {} GPUs (leave --gpus out, or give --gpus {})",
+         o.replay.gpus, tp, tp, tp, tp);
+  }
+  return o.replay.gpus;
+}
+
+namespace {
+
 SimSetup prepare(const SimOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024) {
     fail("--block-size: {} is out of range 1..1024", o.block_size);
   }
+  const int tp = o.tensor_parallel_size;
+  sim_gpus_per_replica(o);  // refuses --gpus that contradicts -tp before anything is read
   SimSetup s;
   const std::optional<sim::RouterKind> router = sim::router_kind_from_name(o.router);
   if (!router) fail("--router: '{}' is not one of session, round-robin, least-loaded", o.router);
@@ -90,17 +109,19 @@ SimSetup prepare(const SimOptions& o) {
     spdlog::info("sim: the session ring (nginx's hash consistent, 160 points a server): {}", line);
   }
   s.model = model_config_load(o.model);
+  tensor_parallel_shape(s.model, tp);  // the CPU executor's refusal, word for word
   const int64_t kv_element_bytes = o.kv_cache_dtype == "fp8"    ? 1
                                    : o.kv_cache_dtype == "bf16" ? 2
                                                                 : 0;
-  s.profile =
-      sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization, kv_element_bytes);
+  s.profile = sim::load_sim_profile(o.profile, s.model, o.gpu_memory_utilization,
+                                    kv_element_bytes, tp);
   const std::optional<sim::StepNoiseMode> noise = sim::step_noise_mode_from_name(o.step_noise);
   if (!noise) fail("--step-noise: '{}' is not one of auto, none, replay", o.step_noise);
   s.step_noise = sim::resolve_step_noise(*noise, *s.profile.cost, o.profile);
+  // --kv-cache-memory is one GPU's, as vLLM's --kv-cache-memory-bytes: a TP-N replica has N.
   s.kv_cache_bytes = o.kv_cache_memory.empty()
                          ? s.profile.kv_cache_bytes
-                         : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+                         : parse_byte_size(o.kv_cache_memory, "--kv-cache-memory") * tp;
   if (s.kv_cache_bytes <= 0)
     fail("--profile {} names no KV memory: pass --kv-cache-memory", o.profile);
   s.engine = resolve_engine_options(o.engine, s.model.max_position_embeddings, o.seed,
@@ -124,7 +145,9 @@ SimSetup prepare(const SimOptions& o) {
     fail("--kv-offloading-size {} GiB holds no KV block of {} bytes", o.kv_offloading_size,
          block_bytes);
   }
-  s.kv_block_bytes = block_bytes;
+  // What one host<->GPU copy stream moves per block: each GPU copies its KV/N heads of it over
+  // its own link, the N at once.
+  s.kv_block_bytes = block_bytes / tp;
   if (s.step_noise == sim::StepNoiseMode::kReplay) {
     spdlog::info("sim: step noise: replaying the profile's measured/predicted step times on the "
                  "virtual clock (--step-noise none for the means)");
@@ -152,14 +175,15 @@ sim::SimRunConfig run_config(const SimOptions& o, const SimSetup& s, int concurr
   c.scheduler = s.engine.scheduler;
   c.kv_element_bytes = s.profile.kv_element_bytes;
   c.kv_block_bytes = s.kv_block_bytes;
+  c.tensor_parallel_size = o.tensor_parallel_size;
   c.host_kv_bytes_per_s = o.host_kv_bandwidth * 1e9;
   c.model = s.model.name;
   c.session = session_replay_config(o.replay, concurrency, o.seed);
   c.arrival = arrival_replay_config(o.replay, o.seed);
   c.prompt.seed = o.seed;
   c.summary = summary_options(o.replay);
-  // Throughput per GPU counts every replica's GPUs.
-  c.summary.gpus *= o.replicas;
+  // Throughput per GPU counts every replica's GPUs: --gpus each (default: the TP size).
+  c.summary.gpus = sim_gpus_per_replica(o) * o.replicas;
   c.replicas = o.replicas;
   c.router = s.router;
   c.replica_servers = s.replica_servers;
@@ -178,6 +202,7 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"open_loop", s.traces.open_loop},
       {"concurrency", concurrency},
       {"replicas", o.replicas},
+      {"tensor_parallel_size", o.tensor_parallel_size},
       {"router", sim::router_kind_name(s.router)},
       {"seed", o.seed},
       {"scaled", !s.traces.transform.identity()},
@@ -219,6 +244,7 @@ nlohmann::json settings_json(const SimOptions& o, const SimSetup& s, int concurr
       {"prefill_delayer_kv_low", d.kv_low ? nlohmann::json(*d.kv_low) : nlohmann::json()},
   };
   settings.update(replay_settings_json(o.replay));
+  settings["gpus"] = sim_gpus_per_replica(o);  // per replica; the summary's "gpus" counts all
   return settings;
 }
 
@@ -305,7 +331,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-cache-memory", o.kv_cache_memory,
-                 "KV cache bytes, e.g. 64G (default: from the profile)");
+                 "KV cache bytes of one GPU, e.g. 64G (default: from the profile)");
   cmd.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                  "KV element type: auto (the profile's), bf16, or fp8 (1 byte: twice the tokens, "
                  "half the bytes attention reads in a roofline profile)")
@@ -316,6 +342,13 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
       ->capture_default_str();
   cmd.add_option("--host-kv-bandwidth", o.host_kv_bandwidth,
                  "GB/s of each host<->GPU block copy stream, for the host tier's transfers")
+      ->capture_default_str();
+  cmd.add_option("--tensor-parallel-size", o.tensor_parallel_size,
+                 "(-tp) GPUs one replica is split over (vLLM's flag): each step's weights, KV "
+                 "and FLOPs / N per GPU plus two all-reduces a layer, N GPUs' KV memory; --gpus "
+                 "defaults to it. A measured profile must have been measured at this size")
+      ->each([&o](const std::string&) { o.tensor_parallel_given = true; })
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "fraction of GPU memory for weights and KV (roofline profiles)")

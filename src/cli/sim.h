@@ -22,6 +22,10 @@ struct SimOptions {
   // auto: the profile's KV element type; bf16 or fp8 (1 byte) override a roofline profile's.
   std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
+  // GPUs one replica spans (--tensor-parallel-size, -tp; vLLM's flag): the profile prices each
+  // step per GPU plus the all-reduces, and the KV memory is that many GPUs' (docs/simulator.md).
+  int tensor_parallel_size = 1;
+  bool tensor_parallel_given = false;
   double kv_offloading_size = 0;     // GiB of host KV tier (vLLM's --kv-offloading-size); 0: none
   // GB/s each way; H200 pinned cudaMemcpyAsync of 2.36 MB blocks, both ways at once: 46.1
   // (docs/kv-tiers.md, tools/host_kv_bandwidth).
@@ -32,7 +36,8 @@ struct SimOptions {
   std::optional<uint64_t> step_noise_seed;  // where the replay starts; default: --seed
   EngineOptions engine;
   // Engines behind a routing rule on one clock (sim/replica_router.h): session, round-robin or
-  // least-loaded. Each replica has the whole KV cache and --gpus GPUs.
+  // least-loaded. Each replica has the whole KV cache and --gpus GPUs (default: the
+  // tensor-parallel size).
   int replicas = 1;
   std::string router = "session";
   // The replicas' names in nginx's upstream, comma-separated (the session rule's ring); empty:
@@ -52,6 +57,9 @@ struct SimOptions {
 };
 
 void add_sim_options(CLI::App& cmd, SimOptions& options);
+// GPUs per replica for per-GPU throughput: --gpus, else --tensor-parallel-size. Throws naming
+// both flags when --gpus contradicts a given tensor-parallel size.
+int sim_gpus_per_replica(const SimOptions& options);
 int run_sim(const SimOptions& options);
 
 // One point of a sweep: the run at `concurrency`, its files written into `run_dir` (the traces are

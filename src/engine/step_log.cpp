@@ -39,6 +39,7 @@ std::string step_log_header(const std::string& device, const std::string& model,
                                  {"block_size", x.kv.block_size},
                                  {"kv_element_bytes", x.kv_element_bytes},
                                  {"kv_dtype", x.kv_dtype},
+                                 {"tensor_parallel_size", x.tensor_parallel_size},
                                  {"graph_sizes", x.graph_sizes}};
   return header.dump();
 }

@@ -34,6 +34,9 @@ struct ExecutorCapabilities {
   // adjust. The CUDA executor adjusts the logits in place before the draw, so it refuses that
   // combination until it keeps the raw values.
   bool logprobs_with_logits_processing = false;
+  // Ranks the model is split into (--tensor-parallel-size); step logs record it, so that a
+  // profile fitted to them is used only for a simulation of the same size.
+  int tensor_parallel_size = 1;
 };
 
 class Executor {

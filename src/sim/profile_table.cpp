@@ -265,6 +265,7 @@ nlohmann::json profile_table_to_json(const ProfileTable& t) {
           {"kv_cache_bytes", t.kv_cache_bytes},
           {"kv_element_bytes", t.kv_element_bytes},
           {"block_size", t.block_size},
+          {"tensor_parallel_size", t.tensor_parallel_size},
           {"graph_padding", t.graph_padding},
           {"eager_overhead_us", t.eager_overhead_us},
           {"repeats", t.repeats},
@@ -286,6 +287,7 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     t.kv_cache_bytes = j.value("kv_cache_bytes", int64_t{0});
     t.kv_element_bytes = j.value("kv_element_bytes", int64_t{4});
     t.block_size = j.value("block_size", int64_t{16});
+    t.tensor_parallel_size = j.value("tensor_parallel_size", 1);
     t.graph_padding = j.value("graph_padding", false);
     t.eager_overhead_us = j.value("eager_overhead_us", 0.0);
     t.repeats = j.value("repeats", 1);
@@ -296,6 +298,7 @@ ProfileTable profile_table_from_json(const nlohmann::json& j, const std::string&
     fail("{}: {}", where, e.what());
   }
   if (t.kv_element_bytes < 1) fail("{}: kv_element_bytes must be at least 1", where);
+  if (t.tensor_parallel_size < 1) fail("{}: tensor_parallel_size must be at least 1", where);
   if (!j.contains("points") || !j["points"].is_array()) fail("{}: 'points' must be a list", where);
   for (size_t i = 0; i < j["points"].size(); ++i) {
     const nlohmann::json& p = j["points"][i];

@@ -56,6 +56,10 @@ struct ProfileTable {
   int64_t kv_cache_bytes = 0;
   int64_t kv_element_bytes = 4;
   int64_t block_size = 16;
+  // GPUs (ranks) of the replica that was measured (JSON "tensor_parallel_size"; absent: 1).
+  // `sim --tensor-parallel-size N` takes only a table of the same N; kv_cache_bytes is the
+  // whole replica's.
+  int tensor_parallel_size = 1;
   bool graph_padding = false;    // decode steps run their padded CUDA-graph batch
   double eager_overhead_us = 0;  // added to a decode step without a graph (graph_padding only)
   int repeats = 1;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "model/tensor_parallel_shape.h"
 
 namespace paceline::sim {
 
@@ -24,6 +25,11 @@ GpuSpec h200() {
   g.attention_flops = 400e12;
   g.step_overhead_us = 500;
   g.eager_launch_us_per_layer = 100;
+  // Leads, not measurements: no machine of two GPUs has been lent (issue 18). Replace both with
+  // nccl-tests' all_reduce_perf on two H200s of the x2 kind (busbw at 16 KB-64 MB, and the
+  // time of the smallest sizes), with NCCL_NVLS_ENABLE=0.
+  g.allreduce_bus_bandwidth = 450e9;
+  g.allreduce_latency_us = 10;
   g.assumptions = {
       "memory 143,771 MiB: the project's H200 (../shared/guide/gpu.md)",
       "copy_bandwidth 4.275 TB/s: measured device-to-device copy, bytes read + written",
@@ -40,7 +46,13 @@ GpuSpec h200() {
       "eager_launch_us_per_layer 100: launches of one layer's kernels without a CUDA graph; an "
       "eager step takes the larger of its GPU time and the launches",
       "KV cache = memory * gpu_memory_utilization - weights (no activation reserve)",
-      "not modelled: activation traffic, communication (one GPU), power and clock throttling",
+      "allreduce_bus_bandwidth 450 GB/s: LEAD, NOT MEASURED: NVIDIA's published NVLink figure "
+      "for the H200 SXM (900 GB/s per GPU, both directions together), halved for one direction; "
+      "nccl-tests' busbw at large sizes reaches less than this peak. Tensor parallelism only",
+      "allreduce_latency_us 10: LEAD, NOT MEASURED: the order of a small NCCL all-reduce within "
+      "one NVLink node. Both must be replaced by all_reduce_perf (nccl-tests) on two H200s",
+      "not modelled: activation traffic, overlap of communication with compute, power and "
+      "clock throttling",
   };
   return g;
 }
@@ -83,6 +95,8 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
           {"eager_launch_us_per_layer", g.eager_launch_us_per_layer},
           {"weight_element_bytes", g.weight_element_bytes},
           {"kv_element_bytes", g.kv_element_bytes},
+          {"allreduce_bus_bandwidth", g.allreduce_bus_bandwidth},
+          {"allreduce_latency_us", g.allreduce_latency_us},
           {"assumptions", g.assumptions}};
 }
 
@@ -101,6 +115,8 @@ GpuSpec gpu_spec_from_json(const nlohmann::json& j, const std::string& where) {
   g.eager_launch_us_per_layer = non_negative(j, "eager_launch_us_per_layer", where);
   g.weight_element_bytes = static_cast<int64_t>(j.value("weight_element_bytes", 2.0));
   g.kv_element_bytes = static_cast<int64_t>(j.value("kv_element_bytes", 2.0));
+  g.allreduce_bus_bandwidth = non_negative(j, "allreduce_bus_bandwidth", where);
+  g.allreduce_latency_us = non_negative(j, "allreduce_latency_us", where);
   if (g.weight_element_bytes < 1 || g.kv_element_bytes < 1) {
     fail("{}: gpu element sizes must be at least 1 byte", where);
   }
@@ -115,31 +131,94 @@ int64_t weight_bytes_read(const ModelConfig& m, int64_t element_bytes) {
   return (m.num_parameters() - embedding) * element_bytes;
 }
 
+namespace {
+
+// A model's parameters by how tensor parallelism places them.
+struct ParamSplit {
+  double embedding = 0;  // the input embedding table (also the lm_head when tied)
+  double linear = 0;     // every layer's q/k/v/o and gate/up/down: split over the GPUs
+  double norms = 0;      // every norm: replicated
+};
+
+ParamSplit param_split(const ModelConfig& m) {
+  ParamSplit p;
+  p.embedding = static_cast<double>(m.vocab_size * m.hidden_size);
+  const double hidden = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.q_size()), kv = static_cast<double>(m.kv_size());
+  const double layers = static_cast<double>(m.num_hidden_layers);
+  p.linear = layers * (hidden * q + 2 * hidden * kv + q * hidden +
+                       3 * hidden * static_cast<double>(m.intermediate_size));
+  p.norms = static_cast<double>(m.num_parameters()) - p.linear - p.embedding -
+            (m.tie_word_embeddings ? 0.0 : p.embedding);
+  return p;
+}
+
+}  // namespace
+
+int64_t weight_bytes_per_gpu(const ModelConfig& m, int64_t element_bytes, int tp) {
+  tensor_parallel_shape(m, tp);
+  if (tp == 1) return m.num_parameters() * element_bytes;
+  const ParamSplit p = param_split(m);
+  const double n = tp;
+  // The input embedding whole; the lm_head's vocabulary rows / N (a tied head is the embedding).
+  const double params =
+      p.norms + p.linear / n + p.embedding + (m.tie_word_embeddings ? 0.0 : p.embedding / n);
+  return static_cast<int64_t>(params) * element_bytes;
+}
+
 int64_t roofline_kv_cache_bytes(const GpuSpec& gpu, const ModelConfig& model,
-                                double gpu_memory_utilization) {
+                                double gpu_memory_utilization, int tp) {
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
     fail("--gpu-memory-utilization must be in (0, 1], got {}", gpu_memory_utilization);
   }
-  const double weights = static_cast<double>(model.num_parameters() * gpu.weight_element_bytes);
+  const double weights =
+      static_cast<double>(weight_bytes_per_gpu(model, gpu.weight_element_bytes, tp));
   const double kv = gpu.memory_bytes * gpu_memory_utilization - weights;
   if (kv <= 0) {
-    fail("{} has {:.1f} GB at utilization {}, less than the {:.1f} GB of {}'s weights", gpu.name,
+    if (tp == 1) {
+      fail("{} has {:.1f} GB at utilization {}, less than the {:.1f} GB of {}'s weights",
+           gpu.name, gpu.memory_bytes * gpu_memory_utilization / 1e9, gpu_memory_utilization,
+           weights / 1e9, model.name);
+    }
+    fail("{} has {:.1f} GB at utilization {}, less than the {:.1f} GB of {}'s weights each GPU "
+         "holds at --tensor-parallel-size {}", gpu.name,
          gpu.memory_bytes * gpu_memory_utilization / 1e9, gpu_memory_utilization, weights / 1e9,
-         model.name);
+         model.name, tp);
   }
-  return static_cast<int64_t>(kv);
+  return static_cast<int64_t>(kv) * tp;
 }
 
-RooflineCostModel::RooflineCostModel(GpuSpec gpu, ModelConfig model)
-    : gpu_(std::move(gpu)), model_(std::move(model)) {
-  const auto embedding = static_cast<double>(model_.vocab_size * model_.hidden_size);
-  head_params_ = embedding;
-  body_params_ = static_cast<double>(model_.num_parameters()) - embedding -
-                 (model_.tie_word_embeddings ? 0.0 : embedding);
-  weight_bytes_ = static_cast<double>(weight_bytes_read(model_, gpu_.weight_element_bytes));
-  kv_bytes_per_token_ = static_cast<double>(model_.kv_bytes_per_token(gpu_.kv_element_bytes));
+double ring_all_reduce_seconds(double bytes, int gpus, double bus_bandwidth, double latency_s) {
+  if (gpus <= 1) return 0;
+  const double n = gpus;
+  return 2.0 * (n - 1) / n * bytes / bus_bandwidth + latency_s;
+}
+
+double ring_all_gather_seconds(double bytes, int gpus, double bus_bandwidth, double latency_s) {
+  if (gpus <= 1) return 0;
+  const double n = gpus;
+  return (n - 1) / n * bytes / bus_bandwidth + latency_s;
+}
+
+RooflineCostModel::RooflineCostModel(GpuSpec gpu, ModelConfig model, int tensor_parallel_size)
+    : gpu_(std::move(gpu)), model_(std::move(model)), tp_(tensor_parallel_size) {
+  tensor_parallel_shape(model_, tp_);
+  if (tp_ > 1 && !(gpu_.allreduce_bus_bandwidth > 0)) {
+    fail("--tensor-parallel-size {}: the profile of {} has no gpu.allreduce_bus_bandwidth (bytes/s "
+         "per direction, nccl-tests' busbw) to price the all-reduces",
+         tp_, gpu_.name);
+  }
+  // Per GPU: 1/N of every projection, of the LM head, of the KV heads and of the query heads;
+  // the norms whole.
+  const ParamSplit p = param_split(model_);
+  const double n = tp_;
+  head_params_ = p.embedding / n;
+  body_params_ = p.linear / n + p.norms;
+  weight_bytes_ = (body_params_ + head_params_) * static_cast<double>(gpu_.weight_element_bytes);
+  kv_bytes_per_token_ = static_cast<double>(model_.kv_bytes_per_token(gpu_.kv_element_bytes)) / n;
   // Q.K^T and P.V, a multiply and an add each, over every query head of every layer.
-  attention_flops_per_pair_ = 4.0 * static_cast<double>(model_.num_hidden_layers * model_.q_size());
+  attention_flops_per_pair_ =
+      4.0 * static_cast<double>(model_.num_hidden_layers * model_.q_size()) / n;
 }
 
 RooflineCostModel::Parts RooflineCostModel::parts(const StepWork& w) const {
@@ -158,7 +237,19 @@ RooflineCostModel::Parts RooflineCostModel::parts(const StepWork& w) const {
   const double attention_flops = attention_flops_per_pair_ * static_cast<double>(w.attention);
   p.attention_s = std::max(kv_bytes / bw, attention_flops / gpu_.attention_flops);
 
-  const double gpu_s = p.linear_s + p.attention_s;
+  if (tp_ > 1) {
+    // bf16 activations: two all-reduces of rows x hidden per layer; the logits' all-gather.
+    const double bw_ar = gpu_.allreduce_bus_bandwidth;
+    const double latency_s = gpu_.allreduce_latency_us * 1e-6;
+    const double reduce_bytes = rows * static_cast<double>(model_.hidden_size) * 2.0;
+    const double gather_bytes = static_cast<double>(w.logit_rows + w.padding_rows) *
+                                static_cast<double>(model_.vocab_size) * 2.0;
+    p.communication_s =
+        2.0 * static_cast<double>(model_.num_hidden_layers) *
+            ring_all_reduce_seconds(reduce_bytes, tp_, bw_ar, latency_s) +
+        ring_all_gather_seconds(gather_bytes, tp_, bw_ar, latency_s);
+  }
+  const double gpu_s = p.linear_s + p.attention_s + p.communication_s;
   double busy_s = gpu_s;
   if (w.graph_batch == 0) {
     const double launch_s =
@@ -175,8 +266,12 @@ int64_t RooflineCostModel::step_time_ns(const StepWork& work) const {
 }
 
 std::string RooflineCostModel::describe() const {
-  return fmt::format("roofline {} ({:.2f} TB/s achievable, {:.0f} TFLOP/s), {}", gpu_.name,
-                     gpu_.bandwidth() / 1e12, gpu_.matrix_flops / 1e12, model_.name);
+  const std::string base =
+      fmt::format("roofline {} ({:.2f} TB/s achievable, {:.0f} TFLOP/s), {}", gpu_.name,
+                  gpu_.bandwidth() / 1e12, gpu_.matrix_flops / 1e12, model_.name);
+  if (tp_ == 1) return base;
+  return fmt::format("{}, tensor parallel {} (all-reduce {:.0f} GB/s bus, {:.0f} us a call)", base,
+                     tp_, gpu_.allreduce_bus_bandwidth / 1e9, gpu_.allreduce_latency_us);
 }
 
 }  // namespace paceline::sim

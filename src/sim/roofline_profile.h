@@ -9,6 +9,13 @@
 // with rate(M) = matrix_flops * M / (M + matrix_half_m): small-M GEMMs run far below peak. A
 // decode that replays a CUDA graph pays `step_overhead_us`; any other step runs eagerly and pays
 // the larger of its GPU time and the kernel launches of every layer.
+//
+// A tensor-parallel replica of N GPUs (docs/tensor-parallel.md's split) is priced per GPU: each
+// reads weights / N (norms and the input embedding are replicated), KV / N (its KV heads) and
+// does FLOPs / N, then waits for the collectives, which nothing overlaps: two all-reduces per
+// layer of rows x hidden bf16 values, and one all-gather of the logits (logit rows x vocab bf16).
+// A ring collective of S bytes takes 2 (N-1)/N S / busbw (all-reduce) or (N-1)/N S / busbw
+// (all-gather) plus a fixed latency per call: nccl-tests' bus-bandwidth definition.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +39,11 @@ struct GpuSpec {
   double eager_launch_us_per_layer = 0;  // kernel launches of one layer without a graph
   int64_t weight_element_bytes = 2;      // bf16
   int64_t kv_element_bytes = 2;          // bf16
+  // Tensor parallelism's collectives (only a replica of 2 or more GPUs pays them): the ring's bus
+  // bandwidth between the GPUs, bytes/s per direction as nccl-tests' all_reduce_perf reports
+  // "busbw", and the fixed time of one call. 0: unknown, and `sim -tp N` with N > 1 is refused.
+  double allreduce_bus_bandwidth = 0;
+  double allreduce_latency_us = 0;
   std::vector<std::string> assumptions;  // where each figure comes from
 
   double bandwidth() const { return copy_bandwidth * bandwidth_fraction; }
@@ -48,13 +60,29 @@ GpuSpec gpu_spec_from_json(const nlohmann::json& j, const std::string& where);
 // Bytes of the weights a forward reads: every parameter except an untied input embedding table
 // (a lookup touches only the rows of its tokens).
 int64_t weight_bytes_read(const ModelConfig& model, int64_t element_bytes);
-// KV cache memory: memory * gpu_memory_utilization - all the weights. Throws when nothing is left.
+// Bytes of the weights one GPU of a TP-`tensor_parallel_size` replica holds: its 1/N of every
+// projection and of the lm_head, and whole copies of the norms and the input embedding table
+// (docs/tensor-parallel.md's split). At N = 1: every parameter.
+int64_t weight_bytes_per_gpu(const ModelConfig& model, int64_t element_bytes,
+                             int tensor_parallel_size);
+// KV cache memory of the replica: N x (memory * gpu_memory_utilization - one GPU's weights), so
+// that each GPU holds its KV/N heads of every block. Throws when a GPU has nothing left, and when
+// N does not split the model (tensor_parallel_shape's message).
 int64_t roofline_kv_cache_bytes(const GpuSpec& gpu, const ModelConfig& model,
-                                double gpu_memory_utilization);
+                                double gpu_memory_utilization, int tensor_parallel_size = 1);
+
+// Seconds of one ring all-reduce of `bytes` over `gpus` GPUs: 2 (N-1)/N bytes / bus_bandwidth +
+// latency; 0 on one GPU.
+double ring_all_reduce_seconds(double bytes, int gpus, double bus_bandwidth, double latency_s);
+// Seconds of one ring all-gather whose result is `bytes` in all: (N-1)/N bytes / bus_bandwidth +
+// latency; 0 on one GPU.
+double ring_all_gather_seconds(double bytes, int gpus, double bus_bandwidth, double latency_s);
 
 class RooflineCostModel final : public CostModel {
  public:
-  RooflineCostModel(GpuSpec gpu, ModelConfig model);
+  // A replica of `tensor_parallel_size` GPUs; throws when it does not split the model, or when
+  // N > 1 and the GPU has no all-reduce bandwidth.
+  RooflineCostModel(GpuSpec gpu, ModelConfig model, int tensor_parallel_size = 1);
 
   int64_t step_time_ns(const StepWork& work) const override;
   std::string describe() const override;
@@ -63,15 +91,19 @@ class RooflineCostModel final : public CostModel {
   struct Parts {
     double linear_s = 0;
     double attention_s = 0;
+    double communication_s = 0;  // the all-reduces and the logits' all-gather (TP > 1)
     double overhead_s = 0;
     double total_s = 0;
   };
   Parts parts(const StepWork& work) const;
   const GpuSpec& gpu() const { return gpu_; }
+  int tensor_parallel_size() const { return tp_; }
 
  private:
   GpuSpec gpu_;
   ModelConfig model_;
+  int tp_ = 1;
+  // Per GPU:
   double body_params_ = 0;  // per-token linear-layer parameters (no embedding, no LM head)
   double head_params_ = 0;  // LM head
   double weight_bytes_ = 0;

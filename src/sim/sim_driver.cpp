@@ -44,6 +44,7 @@ std::unique_ptr<SimExecutor> make_executor(const SimRunConfig& config, const Cos
   x.kv_element_bytes = config.kv_element_bytes;
   x.kv_dtype = kv_dtype_of(config.kv_element_bytes);
   x.num_host_kv_blocks = config.scheduler.num_host_kv_blocks;
+  x.tensor_parallel_size = config.tensor_parallel_size;
   auto executor = std::make_unique<SimExecutor>(cost, x, 0, noise, &clock);
   executor->set_transfer_cost(config.kv_block_bytes, config.host_kv_bytes_per_s);
   return executor;

@@ -47,7 +47,9 @@ SimTraces load_sim_traces(const std::string& path, const bench::TraceTransform& 
 struct SimRunConfig {
   SchedulerConfig scheduler;           // num_kv_blocks and block_size filled in
   int64_t kv_element_bytes = 2;        // the profile's, as the simulated executor reports it
-  int64_t kv_block_bytes = 0;          // one KV block (all layers, K and V): what a copy moves
+  int64_t kv_block_bytes = 0;          // one KV block (all layers, K and V) of one GPU: what a
+                                       // copy stream moves (a TP-N replica's N copy at once)
+  int tensor_parallel_size = 1;        // GPUs a replica spans, for the step log's header
   double host_kv_bytes_per_s = 46e9;   // the host tier's copy bandwidth, each direction
   std::string model;                   // the model's name, for the step log's header
   std::string step_log;                // a path: the core records every step there

@@ -22,6 +22,9 @@ struct SimProfile {
   // times the utilization minus the weights, or the measured executor's KV memory.
   int64_t kv_cache_bytes = 0;
   int64_t kv_element_bytes = 2;
+  // GPUs one replica spans (--tensor-parallel-size): a roofline prices each step per GPU plus the
+  // all-reduces; a measured profile must have been measured at this size.
+  int tensor_parallel_size = 1;
   nlohmann::json json;  // the profile itself, for the run's summary
 };
 
@@ -32,7 +35,11 @@ nlohmann::json roofline_profile_json(const GpuSpec& gpu);
 // A measured profile must have been measured on `model`. Throws paceline::Error.
 // kv_element_bytes > 0 sets a roofline profile's KV element size (--kv-cache-dtype: its
 // capacity and the bytes attention reads); a measured profile must have been measured with it.
+// tensor_parallel_size N: a replica of N GPUs (docs/tensor-parallel.md). A roofline splits each
+// step over them and adds the all-reduces, its KV memory is N GPUs' worth; a measured profile
+// is refused unless it records the same size (absent: 1, every profile measured so far).
 SimProfile load_sim_profile(const std::string& name_or_path, const ModelConfig& model,
-                            double gpu_memory_utilization, int64_t kv_element_bytes = 0);
+                            double gpu_memory_utilization, int64_t kv_element_bytes = 0,
+                            int tensor_parallel_size = 1);
 
 }  // namespace paceline::sim

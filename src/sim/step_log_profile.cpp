@@ -16,6 +16,7 @@ namespace {
 struct Header {
   std::string device, model;
   int64_t kv_blocks = 0, block_size = 0, kv_element_bytes = 0;
+  int tensor_parallel_size = 1;  // absent in logs written before it was recorded: 1
 };
 
 Header parse_header(const nlohmann::json& h, const std::string& where) {
@@ -26,6 +27,7 @@ Header parse_header(const nlohmann::json& h, const std::string& where) {
     out.kv_blocks = h.at("kv_blocks").get<int64_t>();
     out.block_size = h.at("block_size").get<int64_t>();
     out.kv_element_bytes = h.at("kv_element_bytes").get<int64_t>();
+    out.tensor_parallel_size = h.value("tensor_parallel_size", 1);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: header: {}", where, e.what());
   }
@@ -118,8 +120,10 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
                header->model, model.name, header->model);
         }
         if (first && (first->device != header->device || first->kv_blocks != header->kv_blocks ||
-                      first->block_size != header->block_size)) {
-          fail("{}: another device or KV cache than {} (every log must come from one setup)",
+                      first->block_size != header->block_size ||
+                      first->tensor_parallel_size != header->tensor_parallel_size)) {
+          fail("{}: another device, KV cache or tensor-parallel size than {} (every log must come from "
+               "one setup)",
                where, paths.front());
         }
         if (!first) first = header;
@@ -154,6 +158,7 @@ ProfileTable profile_from_step_logs(const std::vector<std::string>& paths,
   table.model = model.name;
   table.executor = fmt::format("{} server (step log)", first->device);
   table.block_size = first->block_size;
+  table.tensor_parallel_size = first->tensor_parallel_size;
   table.kv_element_bytes = first->kv_element_bytes;
   table.kv_cache_bytes =
       first->kv_blocks * first->block_size * model.kv_bytes_per_token(first->kv_element_bytes);

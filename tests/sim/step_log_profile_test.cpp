@@ -224,6 +224,33 @@ TEST_F(StepLogProfile, HostTierCopiesAreTakenOutOfTheStepsThatMadeThem) {
   EXPECT_THROW(profile_from_step_logs({path}, tiny(), 0), Error);
 }
 
+TEST_F(StepLogProfile, TheTableKeepsTheTensorParallelSizeTheServerRanAt) {
+  // The header names the ranks the executor split the model into; a log written before it did
+  // is one unsplit replica. `sim -tp N` takes the table only at its size (sim_profile.h).
+  const std::string step = step_log_line(plan_of(ForwardKind::kDecode, 1, 1, 10), {0, 1'000'000, 0});
+  nlohmann::json h = nlohmann::json::parse(header("cpu", tiny().name));
+  EXPECT_EQ(profile_from_step_logs({write("old.jsonl", h.dump() + "\n" + step)}, tiny())
+                .tensor_parallel_size,
+            1);
+  h["header"]["tensor_parallel_size"] = 2;
+  const std::string two = write("two.jsonl", h.dump() + "\n" + step);
+  const ProfileTable t = profile_from_step_logs({two}, tiny());
+  EXPECT_EQ(t.tensor_parallel_size, 2);
+  EXPECT_EQ(profile_table_from_json(profile_table_to_json(t), "t").tensor_parallel_size, 2);
+  // Logs of two sizes are two setups, not one profile.
+  const std::string one = write("one.jsonl", header("cpu", tiny().name) + step);
+  try {
+    profile_from_step_logs({one, two}, tiny());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor-parallel size"), std::string::npos) << e.what();
+  }
+  // What a server writes: the executor's ranks in the header.
+  ExecutorCapabilities x;
+  x.tensor_parallel_size = 4;
+  EXPECT_EQ(nlohmann::json::parse(step_log_header("cpu", "tiny", x))["tensor_parallel_size"], 4);
+}
+
 TEST_F(StepLogProfile, MalformedLogsNameTheFileAndLine) {
   const std::string ok_step =
       step_log_line(plan_of(ForwardKind::kDecode, 1, 1, 10), {0, 1'000'000, 0});

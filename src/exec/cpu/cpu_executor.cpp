@@ -45,6 +45,7 @@ ExecutorCapabilities CpuExecutor::capabilities() const {
   x.num_host_kv_blocks = host_ ? host_->shape().num_blocks : 0;
   x.prompt_logprobs = true;
   x.logprobs_with_logits_processing = true;
+  x.tensor_parallel_size = model_.tensor_parallel_size();
   return x;
 }
 

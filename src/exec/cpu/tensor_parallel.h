@@ -15,21 +15,9 @@
 
 #include "exec/cpu/cpu_weights.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"  // TensorParallelShape, tensor_parallel_shape()
 
 namespace paceline {
-
-// The shape of one rank's slice.
-struct TensorParallelShape {
-  int world = 1;
-  int64_t heads = 0;         // query heads per rank
-  int64_t kv_heads = 0;      // KV heads per rank
-  int64_t intermediate = 0;  // MLP columns per rank
-  int64_t vocab = 0;         // lm_head rows per rank
-};
-
-// The slice sizes for `world` ranks; an error naming the field when one does not divide
-// (`--tensor-parallel-size N: num_key_value_heads 2 ...`).
-TensorParallelShape tensor_parallel_shape(const ModelConfig& config, int world);
 
 // One rank's slices of the layers and of the lm_head.
 struct CpuRankWeights {
