@@ -4,7 +4,8 @@
 // and a few others, and for an FP8 (e4m3) cache of the same shape (its bytes are half: the share
 // is of the FP8 bytes). Runs only with PACELINE_DECODE_BENCH=1 (it takes 52 GB and a few
 // minutes); PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production bf16 and
-// FP8 only (for ncu).
+// FP8 only (for ncu); PACELINE_DECODE_BENCH_PRODUCTION=1 times every case, production bf16 and
+// FP8 only.
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
 // launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
 #include <algorithm>
@@ -118,6 +119,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
   if (const char* only = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
     ASSERT_EQ(std::sscanf(only, "%d,%d", &only_ctx, &only_batch), 2) << only;
   }
+  const bool production_only = std::getenv("PACELINE_DECODE_BENCH_PRODUCTION") != nullptr;
   cudaStream_t stream;
   PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
   std::printf("[ bench ] | context | batch | config | KV GB | us per launch | TB/s | "
@@ -143,7 +145,9 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       const cuda::LayerCache bf16_cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
       const cuda::LayerCache fp8_cache = testing::fp8_layer_cache(k8, v8, bs);
       for (const Config& c : configs) {
-        if (only_ctx != 0 && c.name.find("production") == std::string::npos) continue;
+        if ((only_ctx != 0 || production_only) && c.name.find("production") == std::string::npos) {
+          continue;
+        }
         const cuda::LayerCache& cache = c.fp8 ? fp8_cache : bf16_cache;
         const double read = c.fp8 ? bytes / 2 : bytes;  // an e4m3 element is one byte
         auto enqueue = [&] {

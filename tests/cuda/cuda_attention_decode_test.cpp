@@ -4,6 +4,8 @@
 // bits do not depend on the batch it is in, on the order of the rows, or on graph replay.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -209,12 +211,20 @@ TEST(CudaDecodeAttention, ManyRowsTakeSeveralLaunches) {
   std::printf("[ decode ] 700 rows: worst relative error %.2e\n", e);
 }
 
-// The FP8 cache's kernel against the bf16 kernel over the same values widened to bf16 (every e4m3
-// value is a bf16 value): bit-identical outputs, and within the bf16 tolerance of the reference.
-// The FP8 kernel reads its own tile layout (Fp8Layout: e4m3 bytes, other swizzles, four stages)
-// and widens the fragments in registers, so every path of it is covered: one key, partial tiles
-// (15, 17, 65, ...), a warp without tiles, pieces of every plan, 128k keys and 131,071 (the last
-// context of a 131,072-token window), each head size, block sizes 1, 7, 16 and 32.
+// The FP8 cache's kernel against the reference over the values the cache holds (every e4m3 value
+// is a bf16 and an f16 value): within the bf16 kernel's tolerance, and no less accurate than the
+// bf16 kernel on those values widened to bf16 (its q and p are f16, with 3 more mantissa bits than
+// bf16). With PACELINE_FP8_DECODE=bf16 (the widening to bf16) the two kernels' outputs are the
+// same bits. The FP8 kernel reads its own tile layout (Fp8Layout: e4m3 bytes, other swizzles,
+// four stages) and widens the fragments in registers, so every path of it is covered: one key,
+// partial tiles (15, 17, 65, ...), a warp without tiles, pieces of every plan, 128k keys and
+// 131,071 (the last context of a 131,072-token window), each head size, block sizes 1, 7, 16 and
+// 32.
+bool fp8_decode_widens_to_bf16() {
+  const char* env = std::getenv("PACELINE_FP8_DECODE");
+  return env != nullptr && std::string(env) == "bf16";
+}
+
 void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t seed) {
   Problem p(c.shape, c.block_size, c.ctx, seed);
   p.splits = splits;
@@ -223,17 +233,27 @@ void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t 
   OnDevice d(p);
   d.run({});
   const std::vector<uint16_t> widened = d.result();
-  check_against_reference(p, widened);
+  const double e_bf16 = check_against_reference(p, widened);
   d.use_fp8(k8, v8);
   d.run({});
   const std::vector<uint16_t> fp8 = d.result();
-  EXPECT_EQ(testing::count_differing(fp8, widened), 0u)
-      << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
-      << c.shape.head_dim << ", block " << c.block_size << ", plan " << splits.max_splits
-      << " x >= " << splits.min_chunk;
+  const double e_fp8 = check_against_reference(p, fp8);
+  const std::string what = "heads " + std::to_string(c.shape.num_heads) + "/" +
+                           std::to_string(c.shape.num_kv_heads) + ", head_dim " +
+                           std::to_string(c.shape.head_dim) + ", block " +
+                           std::to_string(c.block_size) + ", plan " +
+                           std::to_string(splits.max_splits) + " x >= " +
+                           std::to_string(splits.min_chunk);
+  std::printf("[ decode fp8 ] %s: worst relative error %.2e (bf16 kernel on the same values %.2e)\n",
+              what.c_str(), e_fp8, e_bf16);
+  if (fp8_decode_widens_to_bf16()) {
+    EXPECT_EQ(testing::count_differing(fp8, widened), 0u) << what;
+  } else {
+    EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
+  }
 }
 
-TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelOnTheWidenedValuesBitForBit) {
+TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
   PACELINE_REQUIRE_GPU();
   const std::vector<Case> cases = {
       {{32, 8, 128}, 16, {1, 15, 17, 0, 129, 4097, 33000, 131071, 131072}},
@@ -249,7 +269,7 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelOnTheWidenedValuesBitForBi
   for (const Case& c : cases) expect_fp8_matches_bf16(c, cuda::kDecodePlan, seed++);
 }
 
-TEST(CudaDecodeAttention, Fp8CacheMatchesTheBf16KernelWithOtherSplitPlans) {
+TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
   PACELINE_REQUIRE_GPU();
   for (cuda::DecodeSplits s : {cuda::DecodeSplits{1, 128}, cuda::DecodeSplits{4, 64},
                                cuda::DecodeSplits{64, 256}}) {

@@ -10,6 +10,7 @@
 // Oᵀ and the keys of P. That makes every K and V load a 16-byte copy of contiguous bytes and the
 // fragments need no shuffles; V only needs its key pairs interleaved (one byte_perm per word).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -51,6 +52,25 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The same product in f16 (the FP8 cache's kernel: e4m3 values are exact in f16).
+__device__ __forceinline__ void mma_f16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+__device__ __forceinline__ float2 unpack_f16(uint32_t w) {
+  return __half22float2(*reinterpret_cast<__half2*>(&w));
 }
 
 // Loads N 32-bit words (N = 1, 2 or 4) from shared memory.
@@ -103,6 +123,17 @@ struct HeadLayout {
   }
   __device__ static int v_element(int w, int g) {
     return (w / kCV) * 16 * kCV + g * 2 * kCV + 2 * (w % kCV);
+  }
+  // An FP8 tile read as f16 (kv_fp8.cuh's integer widening) pairs the elements of each four
+  // bytes as (0, 2) and (1, 3), so word j of a piece of N >= 2 words holds elements pair_lo(j)
+  // and pair_lo(j) + 2 of the piece (N = 1: 0 and 1); q and Oᵀ's rows follow the same order.
+  __device__ static constexpr int pair_lo(int j, int n) { return n == 1 ? 0 : 4 * (j / 2) + j % 2; }
+  __device__ static constexpr int pair_step(int n) { return n == 1 ? 1 : 2; }
+  __device__ static int k_pair(int w, int c) {
+    return (w / kCK) * 8 * kCK + c * 2 * kCK + pair_lo(w % kCK, kCK);
+  }
+  __device__ static int v_pair(int w, int g) {
+    return (w / kCV) * 16 * kCV + g * 2 * kCV + pair_lo(w % kCV, kCV);
   }
   // K reads: lanes 0-7 are rows g, g + 1 (one even, one odd) at the same chunks.
   __device__ static int k_swizzle(int key) { return kSwizzle ? (key & 1) << 2 : 0; }

@@ -19,6 +19,24 @@ __host__ __device__ constexpr uint32_t f16x2_to_bf16x2_scaled(uint32_t h) {
   return ((h >> 3) & 0x0fff0fffu) | (h & 0x80008000u);
 }
 
+// Four e4m3 bytes (the low one first: elements e, e + 1, e + 2, e + 3) as two f16 pairs of their
+// values times 2^-8, with integer operations only: "even" gives (e, e + 2), "odd" (e + 1, e + 3).
+// An e4m3 byte s eeee mmm placed as f16 bits s 0 eeee mmm 0000000 is 2^(eeee - 15) x 1.mmm, the
+// value (2^(eeee - 7) x 1.mmm) times 2^-8, and a subnormal e4m3 (eeee = 0) lands on the f16
+// subnormal of the same ratio: exact for every byte but NaN (which comes out finite). The FP8
+// decode kernel multiplies on f16 tensor cores and takes the 2^8 back in f32, so it needs no
+// conversion instruction (tests/cuda/cuda_fp8_widen_test.cpp checks every pair of bytes).
+__host__ __device__ constexpr uint32_t e4m3x4_even_to_f16x2_scaled(uint32_t r) {
+  return ((r << 8) & 0x80008000u) | ((r << 7) & 0x3f803f80u);
+}
+__host__ __device__ constexpr uint32_t e4m3x4_odd_to_f16x2_scaled(uint32_t r) {
+  return (r & 0x80008000u) | ((r >> 1) & 0x3f803f80u);
+}
+// Two e4m3 bytes (the low one first) as one f16 pair in order, times 2^-8.
+__host__ __device__ constexpr uint32_t e4m3x2_to_f16x2_scaled(uint32_t two) {
+  return e4m3x4_even_to_f16x2_scaled((two & 0xffu) | (two & 0xff00u) << 8);
+}
+
 // The rest is device code (host compilers see only the function above).
 #if defined(__CUDACC__)
 
