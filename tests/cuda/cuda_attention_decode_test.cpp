@@ -4,7 +4,6 @@
 // bits do not depend on the batch it is in, on the order of the rows, or on graph replay.
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -214,17 +213,11 @@ TEST(CudaDecodeAttention, ManyRowsTakeSeveralLaunches) {
 // The FP8 cache's kernel against the reference over the values the cache holds (every e4m3 value
 // is a bf16 and an f16 value): within the bf16 kernel's tolerance, and no less accurate than the
 // bf16 kernel on those values widened to bf16 (its q and p are f16, with 3 more mantissa bits than
-// bf16). With PACELINE_FP8_DECODE=bf16 (the widening to bf16) the two kernels' outputs are the
-// same bits. The FP8 kernel reads its own tile layout (Fp8Layout: e4m3 bytes, other swizzles,
+// bf16: on the H200 it came out 2-3.5 times closer). The FP8 kernel reads its own tile layout (Fp8Layout: e4m3 bytes, other swizzles,
 // four stages) and widens the fragments in registers, so every path of it is covered: one key,
 // partial tiles (15, 17, 65, ...), a warp without tiles, pieces of every plan, 128k keys and
 // 131,071 (the last context of a 131,072-token window), each head size, block sizes 1, 7, 16 and
 // 32.
-bool fp8_decode_widens_to_bf16() {
-  const char* env = std::getenv("PACELINE_FP8_DECODE");
-  return env != nullptr && std::string(env) == "bf16";
-}
-
 void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t seed) {
   Problem p(c.shape, c.block_size, c.ctx, seed);
   p.splits = splits;
@@ -246,11 +239,7 @@ void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t 
                            std::to_string(splits.min_chunk);
   std::printf("[ decode fp8 ] %s: worst relative error %.2e (bf16 kernel on the same values %.2e)\n",
               what.c_str(), e_fp8, e_bf16);
-  if (fp8_decode_widens_to_bf16()) {
-    EXPECT_EQ(testing::count_differing(fp8, widened), 0u) << what;
-  } else {
-    EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
-  }
+  EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
 }
 
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {

@@ -7,14 +7,12 @@
 // items, never idle blocks. A block's warps take the piece's 16-key tiles round-robin; each warp
 // copies its tiles with cp.async into its own shared-memory stages, whole 128-byte lines per
 // copy (attention_decode.cuh), one tile in flight while it computes the last (bf16), or three
-// (FP8: e4m3 tiles of half the bytes, widened to bf16 in registers as the fragments are read,
+// (FP8: e4m3 tiles of half the bytes, widened to f16 in registers as the fragments are read,
 // in the same shared memory). The group's query heads share every K/V byte on the tensor cores.
 // The block merges its warps' softmax states into one piece (a row of one piece gets its output
 // here); a second kernel merges the pieces of each row (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -27,7 +25,7 @@ namespace decode {
 
 // 168 registers for the production shape (ptxas, CUDA 13.0; 159 for FP8 with four stages): three
 // blocks per SM, as many as its shared memory allows. A bound of three blocks made ptxas spill.
-template <int HD, int WARPS, int STAGES, bool FP8, bool F16>
+template <int HD, int WARPS, int STAGES, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
@@ -120,7 +118,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                        static_cast<int64_t>(kv_head * group + min(g, group - 1)) * HD;
 #pragma unroll
       for (int w = 0; w < L::kKWords; ++w) {
-        if constexpr (F16) {  // K's pair order (HeadLayout::k_pair)
+        if constexpr (FP8) {  // K's pair order (HeadLayout::k_pair)
           const int e = L::k_pair(w, c);
           qa[w] = g < group ? pack_f16(q[e] * q_scale, q[e + L::pair_step(L::kCK)] * q_scale) : 0u;
         } else {
@@ -142,18 +140,18 @@ __global__ void __launch_bounds__(WARPS * 32)
       cp_async_commit();
       if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
       const int tb = k0 + (warp + j * WARPS) * 16;
-      tile_update<HD, FP8, F16>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, k_end, qa, m_run,
+      tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, k_end, qa, m_run,
                            l_run, acc);
     }
     cp_async_wait<0>();
-    if constexpr (F16) {  // V was read times 2^-8: exact in f32
+    if constexpr (FP8) {  // V was read times 2^-8: exact in f32
 #pragma unroll
       for (int mt = 0; mt < L::kSteps; ++mt) {
         acc[mt][0] *= 256.0f, acc[mt][1] *= 256.0f, acc[mt][2] *= 256.0f, acc[mt][3] *= 256.0f;
       }
     }
 
-    merge_warps<HD, WARPS, F16>(smem, warp, lane, group, m_run, l_run, acc);
+    merge_warps<HD, WARPS, FP8>(smem, warp, lane, group, m_run, l_run, acc);
     const int64_t first = (static_cast<int64_t>(r) * shape.num_heads + kv_head * group) *
                               splits.max_splits + split;
     bf16* out_row = out + (static_cast<int64_t>(ri.x) * shape.num_heads + kv_head * group) * HD;
@@ -182,11 +180,11 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int HD, int WARPS, int STAGES, bool FP8 = false, bool F16 = false>
+template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
                    float* partial_ml, bf16* out, cudaStream_t stream) {
-  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, F16>;
+  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       smem_bytes<HD, WARPS, STAGES, FP8>(kMaxRowsPerLaunch));
@@ -214,17 +212,6 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
   return cudaSuccess;
 }
 
-// The FP8 cache's products: on f16 tensor cores after an integer widening (the default), or
-// PACELINE_FP8_DECODE=bf16 for the conversion to bf16 (the bits of the bf16 kernel on the widened
-// values), to compare the two.
-bool fp8_on_f16() {
-  static const bool f16 = [] {
-    const char* env = std::getenv("PACELINE_FP8_DECODE");
-    return env == nullptr || std::string(env) != "bf16";
-  }();
-  return f16;
-}
-
 bool valid(AttentionShape shape, DecodeSplits splits) {
   return decode_attention_supported(shape) && splits.max_splits >= 1 && splits.min_chunk >= 1;
 }
@@ -248,16 +235,6 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
   using decode::kStagesFp8;
   using decode::kWarps;
   using decode::launch;
-  if (cache.fp8() && decode::fp8_on_f16()) {
-    switch (shape.head_dim) {
-      case 16: return launch<16, kWarps, kStagesFp8, true, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 32: return launch<32, kWarps, kStagesFp8, true, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 64: return launch<64, kWarps, kStagesFp8, true, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 128: return launch<128, kWarps, kStagesFp8, true, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 256: return launch<256, kWarps, kStagesFp8, true, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      default: return cudaErrorInvalidValue;
-    }
-  }
   if (cache.fp8()) {
     switch (shape.head_dim) {
       case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);

@@ -144,24 +144,6 @@ __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uin
   }
 }
 
-// N words (N = 1, 2 or 4) of bf16 pairs from 2N e4m3 bytes in shared memory, in order, exactly.
-template <int N>
-__device__ __forceinline__ void load_fp8_words(uint32_t* dst, const uint8_t* src) {
-  if constexpr (N == 4) {
-    const uint2 r = *reinterpret_cast<const uint2*>(src);
-    dst[0] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.x & 0xffffu));
-    dst[1] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.x >> 16));
-    dst[2] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.y & 0xffffu));
-    dst[3] = fp8x2_to_bf16x2(static_cast<uint16_t>(r.y >> 16));
-  } else if constexpr (N == 2) {
-    const uint32_t r = *reinterpret_cast<const uint32_t*>(src);
-    dst[0] = fp8x2_to_bf16x2(static_cast<uint16_t>(r & 0xffffu));
-    dst[1] = fp8x2_to_bf16x2(static_cast<uint16_t>(r >> 16));
-  } else {
-    dst[0] = fp8x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(src));
-  }
-}
-
 // N words (N = 1, 2 or 4) of f16 pairs from 2N e4m3 bytes in shared memory, each value times 2^-8,
 // in HeadLayout's pair order (pair_lo): integer operations only.
 template <int N>
@@ -186,11 +168,12 @@ __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t*
 // its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
 //
 // FP8 (a tile of Fp8Layout): each lane reads the e4m3 bytes of the same fragments and widens them
-// in registers (exactly). With F16 they become f16 values times 2^-8 by integer operations
-// (kv_fp8.cuh), q and p are f16 and the products f16 (the scores take the 2^8 back here, the
-// accumulators at the end of the item); otherwise bf16 by the conversion instruction, the words
-// the bf16 kernel reads from a bf16 tile of the widened values: the same bits as that kernel.
-template <int HD, bool FP8 = false, bool F16 = false>
+// in registers, exactly, to f16 values times 2^-8 by integer operations (kv_fp8.cuh); q and p are
+// f16 and the products f16 (the scores take the 2^8 back here, the accumulators at the end of the
+// item). Widening to bf16 instead took a conversion instruction and three more operations per
+// pair and left the kernel at 71-76% of the copy rate where this reaches 87-93% (32k-128k, batch
+// 16; docs/performance.md), and f16's q and p carry 3 more bits than bf16's.
+template <int HD, bool FP8 = false>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],
                                             float& m_run, float& l_run,
@@ -204,14 +187,10 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     uint32_t kw[L::kKWords];
 #pragma unroll
     for (int i = 0; i < L::kNK; ++i) {
-      if constexpr (FP8 && F16) {
+      if constexpr (FP8) {
         load_fp8_f16_words<L::kCK>(kw + i * L::kCK,
                                    reinterpret_cast<const uint8_t*>(st) +
                                        Fp8Layout<HD>::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
-      } else if constexpr (FP8) {
-        load_fp8_words<L::kCK>(kw + i * L::kCK,
-                               reinterpret_cast<const uint8_t*>(st) +
-                                   Fp8Layout<HD>::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
       } else {
         load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
       }
@@ -219,13 +198,13 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     s[half][0] = s[half][1] = s[half][2] = s[half][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < L::kSteps; ++kk) {
-      if constexpr (F16) {
+      if constexpr (FP8) {
         mma_f16(s[half], qa[2 * kk], 0u, qa[2 * kk + 1], 0u, kw[2 * kk], kw[2 * kk + 1]);
       } else {
         mma_bf16(s[half], qa[2 * kk], 0u, qa[2 * kk + 1], 0u, kw[2 * kk], kw[2 * kk + 1]);
       }
     }
-    if constexpr (F16) {  // K was read times 2^-8: exact in f32
+    if constexpr (FP8) {  // K was read times 2^-8: exact in f32
       s[half][0] *= 256.0f;
       s[half][1] *= 256.0f;
     }
@@ -249,7 +228,7 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float2 p;  // sum what the product weighs
-    if constexpr (F16) {
+    if constexpr (FP8) {
       pb[half] = pack_f16(exp2f(s[half][0] - m_new), exp2f(s[half][1] - m_new));
       p = unpack_f16(pb[half]);
     } else {
@@ -269,14 +248,10 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     const int key = (v / 2) * 8 + 2 * c + v % 2;
 #pragma unroll
     for (int i = 0; i < L::kNV; ++i) {
-      if constexpr (FP8 && F16) {
+      if constexpr (FP8) {
         load_fp8_f16_words<L::kCV>(vw[v] + i * L::kCV,
                                    reinterpret_cast<const uint8_t*>(st) +
                                        Fp8Layout<HD>::v_byte(key, L::v_element(i * L::kCV, g)));
-      } else if constexpr (FP8) {
-        load_fp8_words<L::kCV>(vw[v] + i * L::kCV,
-                               reinterpret_cast<const uint8_t*>(st) +
-                                   Fp8Layout<HD>::v_byte(key, L::v_element(i * L::kCV, g)));
       } else {
         load_words<L::kCV>(vw[v] + i * L::kCV,
                            st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
@@ -294,7 +269,7 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     const uint32_t a1 = __byte_perm(vw[0][mt], vw[1][mt], 0x7632);
     const uint32_t a2 = __byte_perm(vw[2][mt], vw[3][mt], 0x5410);
     const uint32_t a3 = __byte_perm(vw[2][mt], vw[3][mt], 0x7632);
-    if constexpr (F16) {
+    if constexpr (FP8) {
       mma_f16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
     } else {
       mma_bf16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
@@ -303,9 +278,9 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
 }
 
 // The warps' states into shared memory (over the staging, once every warp is done with it):
-// m and l [warps][8], o [warps][8][HD]. F16: the accumulators' rows are HeadLayout::v_pair's
+// m and l [warps][8], o [warps][8][HD]. FP8: the accumulators' rows are HeadLayout::v_pair's
 // elements.
-template <int HD, int WARPS, bool F16 = false>
+template <int HD, int WARPS, bool FP8 = false>
 __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, int group,
                                             float m_run, float l_run,
                                             const float (&acc)[HeadLayout<HD>::kSteps][4]) {
@@ -326,8 +301,8 @@ __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, 
   float* o1 = o0 + HD;
 #pragma unroll
   for (int mt = 0; mt < L::kSteps; ++mt) {
-    const int d = F16 ? L::v_pair(mt, g) : L::v_element(mt, g);
-    const int d2 = d + (F16 ? L::pair_step(L::kCV) : 1);
+    const int d = FP8 ? L::v_pair(mt, g) : L::v_element(mt, g);
+    const int d2 = d + (FP8 ? L::pair_step(L::kCV) : 1);
     if (2 * c < group) o0[d] = acc[mt][0], o0[d2] = acc[mt][2];
     if (2 * c + 1 < group) o1[d] = acc[mt][1], o1[d2] = acc[mt][3];
   }
