@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include <cuda_fp8.h>
@@ -20,6 +21,19 @@ namespace paceline::testing {
 // x rounded to e4m3 (nearest, saturating at +-448), as the kernels' conversions do.
 inline double e4m3_round(float x) {
   return e4m3_value(static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)));
+}
+
+// Every bf16 value rounded to e4m3, by its bits: the e4m3 reference reads K and V through this
+// table. (Converting on every use, __nv_cvt_float_to_fp8's host emulation and two ldexp per
+// product, made one reference of the Qwen3-8B case take about 30 s on a host core, and the FP8
+// test about 3 minutes: it looked like a hang.)
+inline const std::vector<double>& e4m3_of_bf16() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(65536);
+    for (uint32_t b = 0; b < 65536; ++b) t[b] = e4m3_round(bf16_value(static_cast<uint16_t>(b)));
+    return t;
+  }();
+  return table;
 }
 
 // q as the FP8 kernel multiplies it: times 448 / amax in float, rounded to e4m3, and the scale
@@ -109,9 +123,9 @@ struct PrefillProblem {
                             qkv.begin() + static_cast<ptrdiff_t>(r) * width() + (h + 1) * hd);
       if (e4m3) e4m3_scaled(q);
       const int kvh = h / group;
+      const std::vector<double>& rounded = e4m3_of_bf16();
       auto kv_value = [&](uint16_t bits) {
-        const double x = bf16_value(bits);
-        return e4m3 ? e4m3_round(static_cast<float>(x)) : x;
+        return e4m3 ? rounded[bits] : static_cast<double>(bf16_value(bits));
       };
       double mx = -INFINITY;
       for (int key = 0; key < keys; ++key) {
@@ -129,6 +143,20 @@ struct PrefillProblem {
       }
     }
     return out;
+  }
+
+  // reference(r, e4m3) of every row, the rows spread over the host's cores.
+  std::vector<std::vector<double>> references(bool e4m3 = false) const {
+    std::vector<std::vector<double>> all(static_cast<size_t>(num_rows));
+    const int n = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = t; r < num_rows; r += n) all[r] = reference(r, e4m3);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return all;
   }
 };
 
@@ -198,12 +226,13 @@ struct RowErrors {
   double rms = 0;
 };
 
-inline RowErrors row_errors(const PrefillProblem& p, const std::vector<uint16_t>& got,
-                            double tolerance, bool e4m3 = false) {
+// refs: p.references(e4m3), computed once for several outputs.
+inline RowErrors row_errors(const PrefillProblem& p, const std::vector<std::vector<double>>& refs,
+                            const std::vector<uint16_t>& got, double tolerance) {
   const size_t per_row = static_cast<size_t>(p.shape.num_heads) * p.shape.head_dim;
   double worst = 0, sum_sq = 0;
   for (int r = 0; r < p.num_rows; ++r) {
-    const std::vector<double> ref = p.reference(r, e4m3);
+    const std::vector<double>& ref = refs[r];
     double diff = 0, norm = 0;
     bool finite = true;
     for (size_t i = 0; i < per_row; ++i) {
@@ -219,6 +248,11 @@ inline RowErrors row_errors(const PrefillProblem& p, const std::vector<uint16_t>
     sum_sq += e * e;
   }
   return {worst, std::sqrt(sum_sq / std::max(1, p.num_rows))};
+}
+
+inline RowErrors row_errors(const PrefillProblem& p, const std::vector<uint16_t>& got,
+                            double tolerance, bool e4m3 = false) {
+  return row_errors(p, p.references(e4m3), got, tolerance);
 }
 
 inline double check_against_reference(const PrefillProblem& p, const std::vector<uint16_t>& got) {
