@@ -229,23 +229,29 @@ std::shared_ptr<const ChatTemplate> load_chat_template(const ModelOptions& o,
   return std::make_shared<const ChatTemplate>(std::move(*t));
 }
 
+// --prefill-attention-dtype resolved, refused off the CUDA executor, and logged with what decided
+// it.
+PrefillAttentionDtype checked_prefill_attention_dtype(const ModelOptions& o) {
+  const PrefillAttentionDtype prefill = resolve_prefill_attention_dtype(o);
+  if (prefill.fp8 && o.device != "cuda") {
+    fail("{}: FP8 prefill attention runs only on the CUDA executor (the {} executor computes "
+         "attention in float32){}", prefill.source, o.device,
+         o.prefill_attention_dtype == "auto" ? "; pass --prefill-attention-dtype bf16 to override "
+                                               "the environment"
+                                             : "");
+  }
+  spdlog::info("prefill attention: {} ({})", prefill.fp8 ? "fp8" : "bf16", prefill.source);
+  return prefill;
+}
+
 #if PACELINE_HAVE_CUDA
 std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const LoadedModel& m,
-                                             const SchedulerConfig& engine,
-                                             const PrefillAttentionDtype& prefill) {
+                                             const SchedulerConfig& engine) {
+  CudaExecutorOptions co = cuda_executor_options(o);
   if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
-  CudaExecutorOptions co;
-  co.block_size = o.block_size;
-  if (!o.kv_cache_memory.empty()) {
-    co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
-  }
-  co.gpu_memory_utilization = o.gpu_memory_utilization;
-  co.enforce_eager = o.enforce_eager;
   co.max_num_batched_tokens = engine.max_num_batched_tokens;
   co.max_model_len = engine.max_model_len;
   co.host_kv_bytes = kv_offloading_bytes(o.kv_offloading_size);
-  co.fp8_kv_cache = wants_fp8_kv_cache(o);
-  co.fp8_prefill_attention = prefill.fp8;
   co.max_num_seqs = engine.max_num_seqs;
   // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
   co.cudagraph_sizes =
@@ -257,6 +263,21 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const Loaded
 #endif
 
 }  // namespace
+
+#if PACELINE_HAVE_CUDA
+CudaExecutorOptions cuda_executor_options(const ModelOptions& o) {
+  CudaExecutorOptions co;
+  co.block_size = o.block_size;
+  if (!o.kv_cache_memory.empty()) {
+    co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  }
+  co.gpu_memory_utilization = o.gpu_memory_utilization;
+  co.enforce_eager = o.enforce_eager;
+  co.fp8_kv_cache = wants_fp8_kv_cache(o);
+  co.fp8_prefill_attention = checked_prefill_attention_dtype(o).fp8;
+  return co;
+}
+#endif
 
 LoadedModel load_model(const ModelOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024)
@@ -297,15 +318,8 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
     fail("--kv-cache-dtype {}: only the CUDA executor chooses its KV element type (the {} "
          "executor keeps float32 KV)", o.kv_cache_dtype, o.device);
   }
-  const PrefillAttentionDtype prefill = resolve_prefill_attention_dtype(o);
-  if (prefill.fp8 && o.device != "cuda") {
-    fail("{}: FP8 prefill attention runs only on the CUDA executor (the {} executor computes "
-         "attention in float32){}", prefill.source, o.device,
-         o.prefill_attention_dtype == "auto" ? "; pass --prefill-attention-dtype bf16 to override "
-                                               "the environment"
-                                             : "");
-  }
-  spdlog::info("prefill attention: {} ({})", prefill.fp8 ? "fp8" : "bf16", prefill.source);
+  // The CUDA executor's options resolve it (cuda_executor_options), the others refuse fp8.
+  if (o.device != "cuda") checked_prefill_attention_dtype(o);
   if (o.tensor_parallel_size > 1 && o.device != "cpu") {
     fail("--tensor-parallel-size {}: the {} executor runs on one device; only --device cpu "
          "splits the model (into ranks computed in turn); tensor parallelism over several GPUs "
@@ -318,7 +332,7 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
                                               host_kv_blocks_for(o, m.config));
   } else if (o.device == "cuda") {
 #if PACELINE_HAVE_CUDA
-    executor = make_cuda_executor(o, m, engine, prefill);
+    executor = make_cuda_executor(o, m, engine);
 #else
     fail(
         "--device cuda: this build has no CUDA executor (nvcc was not found when it was "

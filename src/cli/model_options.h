@@ -16,6 +16,8 @@
 
 namespace paceline {
 
+struct CudaExecutorOptions;  // exec/cuda/cuda_executor.h
+
 struct ModelOptions {
   std::string model = "tiny";           // config JSON, HF folder, or shipped name
   std::string load_format = "auto";     // auto | safetensors | dummy
@@ -76,6 +78,12 @@ struct PrefillAttentionDtype {
 // auto: fp8 when ATOM_USE_FLYDSL_FP8_PREFILL_ATTN is 1, bf16 when it is unset, empty or 0;
 // paceline::Error on another value. An explicit bf16 or fp8 wins over the variable.
 PrefillAttentionDtype resolve_prefill_attention_dtype(const ModelOptions& options);
+
+// The CUDA executor's options that come from the model flags, the same for every command that
+// builds one (serve and generate through make_executor, check): block size, KV cache memory and
+// dtype, memory utilization, eager, and prefill attention's dtype, resolved and logged with what
+// decided it. The caller adds the engine's sizes. Defined in builds with CUDA.
+CudaExecutorOptions cuda_executor_options(const ModelOptions& options);
 
 // "512M", "2G", "1048576" -> bytes; paceline::Error naming `flag` on anything else.
 int64_t parse_byte_size(const std::string& text, const std::string& flag);

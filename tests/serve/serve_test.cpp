@@ -380,5 +380,40 @@ TEST(ServeStartup, PrefillAttentionDtypeFp8IsRefusedOffTheGpu) {
   unsetenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN");
 }
 
+// Every command that builds the CUDA executor takes the flag (and ATOM's variable) from the same
+// place, cuda_executor_options: check built its own options and left it out, so it ran bf16
+// under --prefill-attention-dtype fp8. The resolution is logged before the GPU is looked for, so
+// this runs without one too; with one, the executor's own line says what it took.
+TEST(ServeStartup, PrefillAttentionDtypeReachesTheCudaExecutorOfEveryCommand) {
+  const std::string gpu_flags =
+      " --device cuda --enforce-eager --kv-cache-memory 64M --prefill-attention-dtype fp8";
+  for (const std::string& command :
+       {"check --model tiny --skip-invariance" + gpu_flags,
+        "generate --model tiny --raw --prompt hi --max-tokens 1" + gpu_flags}) {
+    auto [status, out] = run_paceline(command);
+    if (out.find("this build has no") != std::string::npos) continue;  // no CUDA executor
+    EXPECT_NE(out.find("prefill attention: fp8 (--prefill-attention-dtype fp8)"),
+              std::string::npos) << command << "\n" << out;
+    EXPECT_EQ(out.find("cuda: prefill attention in bf16"), std::string::npos)
+        << command << "\n" << out;
+    if (status == 0) {
+      EXPECT_NE(out.find("cuda: prefill attention in fp8"), std::string::npos)
+          << command << "\n" << out;
+    } else {  // no GPU here, or one without FP8 tensor cores
+      EXPECT_TRUE(out.find("--device cuda: ") != std::string::npos ||
+                  out.find("FP8 tensor cores need 8.9 or newer") != std::string::npos)
+          << command << "\n" << out;
+    }
+  }
+  setenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN", "1", 1);
+  auto [env_status, env_out] = run_paceline(
+      "check --model tiny --skip-invariance --device cuda --enforce-eager --kv-cache-memory 64M");
+  unsetenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN");
+  if (env_out.find("this build has no") == std::string::npos) {
+    EXPECT_NE(env_out.find("prefill attention: fp8 (ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1)"),
+              std::string::npos) << env_status << "\n" << env_out;
+  }
+}
+
 }  // namespace
 }  // namespace paceline::testing
