@@ -60,7 +60,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--prefill-attention-dtype", o.prefill_attention_dtype,
                  "prefill attention's Q.K^T and P.V: auto (bf16, or fp8 when "
                  "ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1), bf16, or fp8 (cuda, compute capability 8.9+: "
-                 "e4m3 tensor cores, faster and less exact; docs/cuda.md states the error)")
+                 "e4m3 tensor cores, less exact, and for now slower than bf16 on the H200; docs/cuda.md)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
       ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,

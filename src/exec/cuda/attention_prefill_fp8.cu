@@ -21,6 +21,15 @@
 // chunks, whose FP8 additions Hopper keeps to fewer bits than float32 (DeepSeek-V3's report).
 // Causal, varlen and batch invariant as the bf16 kernels: a slot's result depends only on its own
 // q and keys (the q scale is its own amax; chunks start at key 0 whatever the tile).
+// Speed (H200, 2026-12-03, one Qwen3-8B layer, PACELINE_PREFILL_BENCH=1 CudaPrefillAttentionBench):
+// SLOWER than the bf16 wgmma kernel. 8k rows: wgmma bf16 1.823 ms (302 TFLOP/s), mma.sync bf16
+// 2.207 (249), this kernel 3.427 (160) from a bf16 cache, 2.856 (193) from an FP8 cache (wgmma
+// on an FP8 cache: 2.321, 237); 32k rows: wgmma 26.748 (329), mma.sync 31.810 (277), fp8 50.558
+// (174), fp8 from an FP8 cache 41.844 (210); 2,048 rows after 30,720 cached: wgmma 3.350 (318),
+// fp8 6.442 (165), fp8 from an FP8 cache 5.303 (201). mma.sync caps it below wgmma whatever the
+// operand width, and every 64-key chunk costs two block barriers plus the V transpose (and, from
+// a bf16 cache, K's rounding) by all warps before any MMA. Faster needs FA3's design: wgmma with
+// e4m3 operands, and V transposed by a producer warpgroup while the consumers compute, not here.
 #include <climits>
 #include <cstdint>
 
