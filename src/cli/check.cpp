@@ -219,16 +219,11 @@ int run_check(const CheckOptions& o) {
   if (o.model.device != "cuda") fail("paceline check runs on the GPU: pass --device cuda");
   ModelConfig config = model_config_load(o.model.model);
   if (o.timing) check_decode_context(o.decode_context, config);
+  // The model flags' options, as serve and generate take them (--prefill-attention-dtype
+  // included: this command built its own and left it out).
+  CudaExecutorOptions co = cuda_executor_options(o.model);
   if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
   std::unique_ptr<Weights> weights = load_weights(o.model, config);
-  CudaExecutorOptions co;
-  co.block_size = o.model.block_size;
-  if (!o.model.kv_cache_memory.empty()) {
-    co.kv_cache_bytes = parse_byte_size(o.model.kv_cache_memory, "--kv-cache-memory");
-  }
-  co.gpu_memory_utilization = o.model.gpu_memory_utilization;
-  co.enforce_eager = o.model.enforce_eager;
-  co.fp8_kv_cache = wants_fp8_kv_cache(o.model);
   co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
   CudaExecutor executor(config, *weights, co);
 

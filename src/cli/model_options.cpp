@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -56,6 +57,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                  "(cuda: e4m3, unscaled; twice the tokens in the same memory)")
       ->check(CLI::IsMember({"auto", "bf16", "bfloat16", "fp8", "fp8_e4m3"}))
       ->capture_default_str();
+  cmd.add_option("--prefill-attention-dtype", o.prefill_attention_dtype,
+                 "prefill attention's Q.K^T and P.V: auto (bf16, or fp8 when "
+                 "ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1), bf16, or fp8 (cuda, compute capability 8.9+: "
+                 "e4m3 tensor cores, less exact, and for now slower than bf16 on the H200; docs/cuda.md)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "cuda: fraction of the GPU's memory for weights, activations and the KV cache "
                  "(ignored with --kv-cache-memory)")
@@ -101,6 +108,22 @@ int64_t parse_byte_size(const std::string& text, const std::string& flag) {
 
 bool wants_fp8_kv_cache(const ModelOptions& o) {
   return o.kv_cache_dtype == "fp8" || o.kv_cache_dtype == "fp8_e4m3";
+}
+
+PrefillAttentionDtype resolve_prefill_attention_dtype(const ModelOptions& o) {
+  const std::string& flag = o.prefill_attention_dtype;
+  if (flag == "bf16" || flag == "fp8") return {flag == "fp8", "--prefill-attention-dtype " + flag};
+  if (flag != "auto") {
+    fail("--prefill-attention-dtype {}: expected auto, bf16 or fp8", flag);
+  }
+  // ATOM's switch for its FP8 prefill attention (its Kimi-K3 AgentX recipe sets it), honoured so
+  // that the recipe's environment asks paceline for the same thing.
+  constexpr const char* kAtomEnv = "ATOM_USE_FLYDSL_FP8_PREFILL_ATTN";
+  const char* env = std::getenv(kAtomEnv);
+  const std::string value = env != nullptr ? env : "";
+  if (value == "1") return {true, fmt::format("{}=1", kAtomEnv)};
+  if (value.empty() || value == "0") return {false, "--prefill-attention-dtype auto"};
+  fail("{}={}: expected 0 or 1 (or pass --prefill-attention-dtype bf16 or fp8)", kAtomEnv, value);
 }
 
 namespace {
@@ -206,21 +229,29 @@ std::shared_ptr<const ChatTemplate> load_chat_template(const ModelOptions& o,
   return std::make_shared<const ChatTemplate>(std::move(*t));
 }
 
+// --prefill-attention-dtype resolved, refused off the CUDA executor, and logged with what decided
+// it.
+PrefillAttentionDtype checked_prefill_attention_dtype(const ModelOptions& o) {
+  const PrefillAttentionDtype prefill = resolve_prefill_attention_dtype(o);
+  if (prefill.fp8 && o.device != "cuda") {
+    fail("{}: FP8 prefill attention runs only on the CUDA executor (the {} executor computes "
+         "attention in float32){}", prefill.source, o.device,
+         o.prefill_attention_dtype == "auto" ? "; pass --prefill-attention-dtype bf16 to override "
+                                               "the environment"
+                                             : "");
+  }
+  spdlog::info("prefill attention: {} ({})", prefill.fp8 ? "fp8" : "bf16", prefill.source);
+  return prefill;
+}
+
 #if PACELINE_HAVE_CUDA
 std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const LoadedModel& m,
                                              const SchedulerConfig& engine) {
+  CudaExecutorOptions co = cuda_executor_options(o);
   if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
-  CudaExecutorOptions co;
-  co.block_size = o.block_size;
-  if (!o.kv_cache_memory.empty()) {
-    co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
-  }
-  co.gpu_memory_utilization = o.gpu_memory_utilization;
-  co.enforce_eager = o.enforce_eager;
   co.max_num_batched_tokens = engine.max_num_batched_tokens;
   co.max_model_len = engine.max_model_len;
   co.host_kv_bytes = kv_offloading_bytes(o.kv_offloading_size);
-  co.fp8_kv_cache = wants_fp8_kv_cache(o);
   co.max_num_seqs = engine.max_num_seqs;
   // The sizes the scheduler pads decode batches to; another padded size is captured on first use.
   co.cudagraph_sizes =
@@ -232,6 +263,21 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelOptions& o, const Loaded
 #endif
 
 }  // namespace
+
+#if PACELINE_HAVE_CUDA
+CudaExecutorOptions cuda_executor_options(const ModelOptions& o) {
+  CudaExecutorOptions co;
+  co.block_size = o.block_size;
+  if (!o.kv_cache_memory.empty()) {
+    co.kv_cache_bytes = parse_byte_size(o.kv_cache_memory, "--kv-cache-memory");
+  }
+  co.gpu_memory_utilization = o.gpu_memory_utilization;
+  co.enforce_eager = o.enforce_eager;
+  co.fp8_kv_cache = wants_fp8_kv_cache(o);
+  co.fp8_prefill_attention = checked_prefill_attention_dtype(o).fp8;
+  return co;
+}
+#endif
 
 LoadedModel load_model(const ModelOptions& o) {
   if (o.block_size < 1 || o.block_size > 1024)
@@ -272,6 +318,8 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
     fail("--kv-cache-dtype {}: only the CUDA executor chooses its KV element type (the {} "
          "executor keeps float32 KV)", o.kv_cache_dtype, o.device);
   }
+  // The CUDA executor's options resolve it (cuda_executor_options), the others refuse fp8.
+  if (o.device != "cuda") checked_prefill_attention_dtype(o);
   if (o.tensor_parallel_size > 1 && o.device != "cpu") {
     fail("--tensor-parallel-size {}: the {} executor runs on one device; only --device cpu "
          "splits the model (into ranks computed in turn); tensor parallelism over several GPUs "

@@ -16,6 +16,8 @@
 
 namespace paceline {
 
+struct CudaExecutorOptions;  // exec/cuda/cuda_executor.h
+
 struct ModelOptions {
   std::string model = "tiny";           // config JSON, HF folder, or shipped name
   std::string load_format = "auto";     // auto | safetensors | dummy
@@ -26,6 +28,9 @@ struct ModelOptions {
   std::string kv_cache_memory = "";     // bytes with optional K/M/G suffix; default per device
   double kv_offloading_size = 0;        // GiB of host memory for the KV tier; 0: none
   std::string kv_cache_dtype = "auto";  // auto | bf16 | fp8 (cuda: e4m3); auto: the executor's own
+  // auto | bf16 | fp8 (cuda, compute capability 8.9+); auto: fp8 when
+  // ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1 (ATOM's switch), else bf16.
+  std::string prefill_attention_dtype = "auto";
   double gpu_memory_utilization = 0.9;  // cuda: fraction of the GPU for weights, activations, KV
   bool enforce_eager = false;           // cuda: no CUDA graphs
   int64_t block_size = 16;
@@ -63,6 +68,22 @@ int64_t kv_offloading_bytes(double gib);
 
 // Whether --kv-cache-dtype asks for the CUDA executor's FP8 (e4m3) KV cache.
 bool wants_fp8_kv_cache(const ModelOptions& options);
+
+// What --prefill-attention-dtype resolves to, and what decided it (the flag, or ATOM's
+// environment variable for auto).
+struct PrefillAttentionDtype {
+  bool fp8 = false;
+  std::string source;  // "--prefill-attention-dtype fp8", "ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1", ...
+};
+// auto: fp8 when ATOM_USE_FLYDSL_FP8_PREFILL_ATTN is 1, bf16 when it is unset, empty or 0;
+// paceline::Error on another value. An explicit bf16 or fp8 wins over the variable.
+PrefillAttentionDtype resolve_prefill_attention_dtype(const ModelOptions& options);
+
+// The CUDA executor's options that come from the model flags, the same for every command that
+// builds one (serve and generate through make_executor, check): block size, KV cache memory and
+// dtype, memory utilization, eager, and prefill attention's dtype, resolved and logged with what
+// decided it. The caller adds the engine's sizes. Defined in builds with CUDA.
+CudaExecutorOptions cuda_executor_options(const ModelOptions& options);
 
 // "512M", "2G", "1048576" -> bytes; paceline::Error naming `flag` on anything else.
 int64_t parse_byte_size(const std::string& text, const std::string& flag);

@@ -3,7 +3,8 @@
 // block sizes 16, 7 and 1. A row's bits do not depend on how the rows are dealt into tiles, and an
 // FP8 cache gives the bits the bf16 cache gives on the same values widened. With
 // PACELINE_PREFILL_BENCH=1, the Qwen3-8B shape is timed at 8k and 32k rows and for a 2k chunk
-// after a 30k cached prefix, on the wgmma kernel and on the mma.sync kernel (TFLOP/s).
+// after a 30k cached prefix, on the wgmma kernel, the mma.sync kernel and the FP8 kernel (from a
+// bf16 and from an FP8 cache) (TFLOP/s).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,8 +16,10 @@
 
 #if PACELINE_HAVE_CUDA
 #include "decode_test_util.h"
+#include "exec/cuda/attention_prefill_fp8.cuh"
 #include "exec/cuda/attention_prefill_mma.cuh"
 #include "exec/cuda/attention_prefill_wgmma.cuh"
+#include "prefill_problem.h"
 
 namespace paceline {
 namespace {
@@ -24,165 +27,10 @@ namespace {
 using cuda::AttentionShape;
 using cuda::DeviceBuffer;
 
-struct Chunk {
-  int cached = 0;  // keys already in the cache before the chunk
-  int rows = 0;    // rows computed this step
-};
-
-struct Problem {
-  AttentionShape shape;
-  int block_size = 16;
-  std::vector<Chunk> seqs;
-  std::vector<std::vector<int32_t>> tables;
-  std::vector<uint16_t> k, v;  // bf16 [slots][kv_heads][head_dim]
-  std::vector<float> qkv;      // [rows][q + 2 kv]
-  std::vector<int32_t> positions, row_seq, seq_offset, blocks;
-  int64_t num_blocks = 0;
-  int num_rows = 0;
-
-  int width() const { return (shape.num_heads + 2 * shape.num_kv_heads) * shape.head_dim; }
-  int kv_size() const { return shape.num_kv_heads * shape.head_dim; }
-
-  Problem(AttentionShape s, int bs, std::vector<Chunk> chunks, uint64_t seed)
-      : shape(s), block_size(bs), seqs(std::move(chunks)) {
-    std::vector<int> ctx;
-    for (const Chunk& c : seqs) {
-      ctx.push_back(c.cached + c.rows);
-      num_blocks += (c.cached + c.rows + bs - 1) / bs;
-    }
-    num_blocks += 3;
-    EXPECT_TRUE(testing::shuffled_tables(ctx, bs, num_blocks, seed, tables));
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      seq_offset.push_back(static_cast<int32_t>(blocks.size()));
-      blocks.insert(blocks.end(), tables[i].begin(), tables[i].end());
-      for (int r = 0; r < seqs[i].rows; ++r) {
-        positions.push_back(seqs[i].cached + r);
-        row_seq.push_back(static_cast<int32_t>(i));
-      }
-    }
-    num_rows = static_cast<int>(positions.size());
-    testing::FastRandom rng(seed * 7 + 1);
-    const size_t elems = static_cast<size_t>(num_blocks) * bs * kv_size();
-    k.resize(elems);
-    v.resize(elems);
-    for (size_t i = 0; i < elems; ++i) k[i] = testing::bf16_bits(rng.uniform());
-    for (size_t i = 0; i < elems; ++i) v[i] = testing::bf16_bits(rng.uniform());
-    qkv.resize(static_cast<size_t>(num_rows) * width());
-    for (float& x : qkv) x = 6.0f * rng.uniform();  // scores with a spread of a few units
-  }
-
-  // Tiles of at most n consecutive rows of one sequence: [seq, first row, count].
-  std::vector<int32_t> tiles(int n) const {
-    std::vector<int32_t> t;
-    int first = 0;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      for (int r = 0; r < seqs[i].rows; r += n) {
-        t.insert(t.end(), {static_cast<int32_t>(i), first + r, std::min(n, seqs[i].rows - r)});
-      }
-      first += seqs[i].rows;
-    }
-    return t;
-  }
-
-  // out[head][d] of row r, in double: causal over keys 0..positions[r] of its sequence.
-  std::vector<double> reference(int r) const {
-    const int hd = shape.head_dim, group = shape.num_heads / shape.num_kv_heads;
-    const std::vector<int32_t>& table = tables[row_seq[r]];
-    const int keys = positions[r] + 1;
-    std::vector<double> out(static_cast<size_t>(shape.num_heads) * hd, 0.0), s(keys);
-    auto at = [&](int key) {
-      const int64_t slot = int64_t{table[key / block_size]} * block_size + key % block_size;
-      return static_cast<size_t>(slot * kv_size());
-    };
-    for (int h = 0; h < shape.num_heads; ++h) {
-      const float* q = &qkv[static_cast<size_t>(r) * width() + static_cast<size_t>(h) * hd];
-      const int kvh = h / group;
-      double mx = -INFINITY;
-      for (int key = 0; key < keys; ++key) {
-        const uint16_t* kp = &k[at(key) + kvh * hd];
-        double dot = 0;
-        for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * testing::bf16_value(kp[d]);
-        s[key] = dot / std::sqrt(static_cast<double>(hd));
-        mx = std::max(mx, s[key]);
-      }
-      double sum = 0;
-      for (int key = 0; key < keys; ++key) sum += (s[key] = std::exp(s[key] - mx));
-      for (int key = 0; key < keys; ++key) {
-        const uint16_t* vp = &v[at(key) + kvh * hd];
-        for (int d = 0; d < hd; ++d) out[h * hd + d] += s[key] / sum * testing::bf16_value(vp[d]);
-      }
-    }
-    return out;
-  }
-};
-
-struct OnDevice {
-  const Problem& p;
-  DeviceBuffer k, v, qkv, positions, row_seq, seq_offset, blocks, out, tiles;
-
-  explicit OnDevice(const Problem& pr)
-      : p(pr),
-        k(testing::upload(pr.k)),
-        v(testing::upload(pr.v)),
-        qkv(testing::upload(pr.qkv)),
-        positions(testing::upload(pr.positions)),
-        row_seq(testing::upload(pr.row_seq)),
-        seq_offset(testing::upload(pr.seq_offset)),
-        blocks(testing::upload(pr.blocks)),
-        out(static_cast<size_t>(pr.num_rows) * pr.shape.num_heads * pr.shape.head_dim * 2) {}
-
-  cuda::RowInputs in() const {
-    cuda::RowInputs r;
-    r.positions = positions.as<int32_t>();
-    r.row_seq = row_seq.as<int32_t>();
-    r.seq_block_offset = seq_offset.as<int32_t>();
-    r.blocks = blocks.as<int32_t>();
-    return r;
-  }
-
-  // The bf16 cache (k, v); with its size, so that the wgmma kernel may copy it in bulk.
-  cuda::LayerCache bf16_cache(bool sized = true) const {
-    cuda::LayerCache c{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
-    if (sized) c.num_slots = p.num_blocks * p.block_size;
-    return c;
-  }
-
-  // Attention over tiles of at most tile_rows rows (0: the kernel's own size), into `out`
-  // poisoned beforehand; cache: the sized bf16 cache unless given.
-  std::vector<uint16_t> run(int tile_rows = 0, const cuda::LayerCache* given = nullptr) {
-    const int n = tile_rows > 0 ? tile_rows : cuda::prefill_tile_rows(p.shape);
-    const std::vector<int32_t> t = p.tiles(n);
-    tiles = testing::upload(t);
-    PACELINE_CUDA_CHECK(cudaMemset(out.as<void>(), 0xff, out.bytes()));
-    const cuda::LayerCache cache = given != nullptr ? *given : bf16_cache();
-    PACELINE_CUDA_CHECK(cuda::launch_attention_prefill(qkv.as<float>(), tiles.as<int32_t>(),
-                                                       static_cast<int>(t.size() / 3), p.shape,
-                                                       in(), cache, out.as<cuda::bf16>(), nullptr));
-    PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
-    return testing::download<uint16_t>(out, out.bytes() / 2);
-  }
-};
-
-double check_against_reference(const Problem& p, const std::vector<uint16_t>& got) {
-  const size_t per_row = static_cast<size_t>(p.shape.num_heads) * p.shape.head_dim;
-  double worst = 0;
-  for (int r = 0; r < p.num_rows; ++r) {
-    const std::vector<double> ref = p.reference(r);
-    double diff = 0, norm = 0;
-    bool finite = true;
-    for (size_t i = 0; i < per_row; ++i) {
-      const double g = testing::bf16_value(got[r * per_row + i]);
-      finite = finite && std::isfinite(g);
-      diff += (g - ref[i]) * (g - ref[i]);
-      norm += ref[i] * ref[i];
-    }
-    const double e = std::sqrt(diff / norm);
-    EXPECT_TRUE(finite) << "row " << r << " (position " << p.positions[r] << ") was not written";
-    EXPECT_LE(e, testing::kBf16Tolerance) << "row " << r << ", position " << p.positions[r];
-    worst = std::max(worst, e);
-  }
-  return worst;
-}
+using testing::Chunk;
+using Problem = testing::PrefillProblem;
+using OnDevice = testing::PrefillOnDevice;
+using testing::check_against_reference;
 
 struct Case {
   AttentionShape shape;
@@ -277,7 +125,7 @@ TEST(CudaPrefillAttention, Fp8CacheMatchesTheBf16CacheOnTheWidenedValuesBitForBi
 // The Qwen3-8B shape, one layer: a whole prefill of 8k and of 32k rows (no cached prefix), and a
 // 2k-row chunk after a 30k-token cached prefix (an agent's next turn); the causal attention's
 // FLOPs (4 * heads * head_dim * keys seen, summed over rows) over the median of 5 launches, on
-// each tensor-core kernel.
+// each tensor-core kernel (FP8: the same FLOPs counted, at FP8's accuracy, docs/cuda.md).
 TEST(CudaPrefillAttentionBench, TensorRate) {
   PACELINE_REQUIRE_GPU();
   if (std::getenv("PACELINE_PREFILL_BENCH") == nullptr) {
@@ -291,20 +139,31 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
     Launch launch;
     int tile_rows;
     bool sized;  // the wgmma kernel copies a sized cache in bulk
+    bool fp8_cache;
   } kernels[] = {{"wgmma", cuda::launch_attention_prefill_wgmma,
-                  cuda::prefill_wgmma_tile_rows(qwen3_8b), true},
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), true, false},
                  {"wgmma, thread copies", cuda::launch_attention_prefill_wgmma,
-                  cuda::prefill_wgmma_tile_rows(qwen3_8b), false},
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), false, false},
                  {"mma.sync", cuda::launch_attention_prefill_mma,
-                  cuda::prefill_mma_tile_rows(qwen3_8b), false}};
+                  cuda::prefill_mma_tile_rows(qwen3_8b), false, false},
+                 {"fp8", cuda::launch_attention_prefill_fp8,
+                  cuda::prefill_fp8_tile_rows(qwen3_8b), false, false},
+                 {"fp8, fp8 cache", cuda::launch_attention_prefill_fp8,
+                  cuda::prefill_fp8_tile_rows(qwen3_8b), false, true},
+                 {"wgmma, fp8 cache", cuda::launch_attention_prefill_wgmma,
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), false, true}};
   for (const Chunk chunk : {Chunk{0, 8192}, Chunk{0, 32768}, Chunk{30720, 2048}}) {
     Problem p(qwen3_8b, 16, {chunk}, 9);
+    std::vector<uint8_t> k8, v8;
+    testing::random_fp8_cache(9, p.k, p.v, k8, v8);  // e4m3 values in both caches
     OnDevice d(p);
+    DeviceBuffer dk = testing::upload(k8), dv = testing::upload(v8);
     double keys_seen = 0;
     for (int r = 0; r < chunk.rows; ++r) keys_seen += chunk.cached + r + 1;
     const double flops = 4.0 * 32 * 128 * keys_seen;
     for (const auto& k : kernels) {
-      const cuda::LayerCache cache = d.bf16_cache(k.sized);
+      const cuda::LayerCache cache =
+          k.fp8_cache ? testing::fp8_layer_cache(dk, dv, p.block_size) : d.bf16_cache(k.sized);
       const std::vector<int32_t> t = p.tiles(k.tile_rows);
       d.tiles = testing::upload(t);
       std::vector<float> ms;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -338,6 +339,80 @@ TEST(ServeStartup, KvCacheDtypeFp8IsRefusedOffTheGpu) {
   auto [status, out] = run_paceline("serve --model tiny --kv-cache-dtype fp9 --port 0");
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("--kv-cache-dtype"), std::string::npos) << out;
+}
+
+// FP8 prefill attention needs FP8 tensor cores: asked for off the GPU, by the flag or by ATOM's
+// environment variable (auto), it is an error at startup naming what asked; an explicit bf16
+// wins over the variable; a bad value names the flag and the values it takes.
+TEST(ServeStartup, PrefillAttentionDtypeFp8IsRefusedOffTheGpu) {
+  constexpr const char* kRefused = "FP8 prefill attention runs only on the CUDA executor";
+  for (const char* device : {"cpu", "null"}) {
+    auto [status, out] = run_paceline(std::string("serve --model tiny --device ") + device +
+                                      " --prefill-attention-dtype fp8 --port 0");
+    EXPECT_NE(status, 0) << out;
+    EXPECT_NE(out.find(std::string("--prefill-attention-dtype fp8: ") + kRefused),
+              std::string::npos) << out;
+  }
+  auto [bad_status, bad_out] = run_paceline("serve --model tiny --prefill-attention-dtype fp4 --port 0");
+  EXPECT_NE(bad_status, 0) << bad_out;
+  EXPECT_NE(bad_out.find("--prefill-attention-dtype"), std::string::npos) << bad_out;
+  EXPECT_NE(bad_out.find("{auto,bf16,fp8}"), std::string::npos) << bad_out;
+
+  setenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN", "1", 1);
+  auto [env_status, env_out] = run_paceline("serve --model tiny --device cpu --port 0");
+  EXPECT_NE(env_status, 0) << env_out;
+  EXPECT_NE(env_out.find(std::string("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1: ") + kRefused),
+            std::string::npos) << env_out;
+  EXPECT_NE(env_out.find("pass --prefill-attention-dtype bf16 to override"), std::string::npos)
+      << env_out;
+  auto [bf16_status, bf16_out] = run_paceline(
+      "generate --model tiny --device cpu --prefill-attention-dtype bf16 --raw --prompt hi "
+      "--max-tokens 1");
+  EXPECT_EQ(bf16_status, 0) << bf16_out;
+  EXPECT_NE(bf16_out.find("prefill attention: bf16 (--prefill-attention-dtype bf16)"),
+            std::string::npos) << bf16_out;
+  setenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN", "yes", 1);
+  auto [odd_status, odd_out] = run_paceline("generate --model tiny --device cpu --raw --prompt hi "
+                                            "--max-tokens 1");
+  EXPECT_NE(odd_status, 0) << odd_out;
+  EXPECT_NE(odd_out.find("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=yes: expected 0 or 1"),
+            std::string::npos) << odd_out;
+  unsetenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN");
+}
+
+// Every command that builds the CUDA executor takes the flag (and ATOM's variable) from the same
+// place, cuda_executor_options: check built its own options and left it out, so it ran bf16
+// under --prefill-attention-dtype fp8. The resolution is logged before the GPU is looked for, so
+// this runs without one too; with one, the executor's own line says what it took.
+TEST(ServeStartup, PrefillAttentionDtypeReachesTheCudaExecutorOfEveryCommand) {
+  const std::string gpu_flags =
+      " --device cuda --enforce-eager --kv-cache-memory 64M --prefill-attention-dtype fp8";
+  for (const std::string& command :
+       {"check --model tiny --skip-invariance" + gpu_flags,
+        "generate --model tiny --raw --prompt hi --max-tokens 1" + gpu_flags}) {
+    auto [status, out] = run_paceline(command);
+    if (out.find("this build has no") != std::string::npos) continue;  // no CUDA executor
+    EXPECT_NE(out.find("prefill attention: fp8 (--prefill-attention-dtype fp8)"),
+              std::string::npos) << command << "\n" << out;
+    EXPECT_EQ(out.find("cuda: prefill attention in bf16"), std::string::npos)
+        << command << "\n" << out;
+    if (status == 0) {
+      EXPECT_NE(out.find("cuda: prefill attention in fp8"), std::string::npos)
+          << command << "\n" << out;
+    } else {  // no GPU here, or one without FP8 tensor cores
+      EXPECT_TRUE(out.find("--device cuda: ") != std::string::npos ||
+                  out.find("FP8 tensor cores need 8.9 or newer") != std::string::npos)
+          << command << "\n" << out;
+    }
+  }
+  setenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN", "1", 1);
+  auto [env_status, env_out] = run_paceline(
+      "check --model tiny --skip-invariance --device cuda --enforce-eager --kv-cache-memory 64M");
+  unsetenv("ATOM_USE_FLYDSL_FP8_PREFILL_ATTN");
+  if (env_out.find("this build has no") == std::string::npos) {
+    EXPECT_NE(env_out.find("prefill attention: fp8 (ATOM_USE_FLYDSL_FP8_PREFILL_ATTN=1)"),
+              std::string::npos) << env_status << "\n" << env_out;
+  }
 }
 
 }  // namespace

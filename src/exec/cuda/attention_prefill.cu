@@ -6,7 +6,10 @@
 // and the reference they were checked against. The kernel for a shape: the wgmma kernel
 // (attention_prefill_wgmma.cu, head_dim 128), else the mma.sync kernel
 // (attention_prefill_mma.cu), else this one; PACELINE_PREFILL_ATTENTION=mma or =simt forces the
-// later ones, to compare them.
+// later ones, to compare them. FP8 prefill attention (PrefillPrecision::fp8) takes the FP8 kernel
+// (attention_prefill_fp8.cu) for the shapes it covers, whatever that variable says, and the bf16
+// choice above for the rest.
+#include "exec/cuda/attention_prefill_fp8.cuh"
 #include "exec/cuda/attention_prefill_mma.cuh"
 #include "exec/cuda/attention_prefill_wgmma.cuh"
 #include "exec/cuda/kv_fp8.cuh"
@@ -216,9 +219,16 @@ bool use_mma(AttentionShape shape) {
   return forced_kernel() != Forced::simt && prefill_mma_supported(shape);
 }
 
+bool use_fp8(AttentionShape shape, PrefillPrecision precision) {
+  return precision == PrefillPrecision::fp8 && prefill_fp8_supported(shape);
+}
+
 }  // namespace
 
-int prefill_tile_rows(AttentionShape shape) {
+bool prefill_attention_fp8_supported(AttentionShape shape) { return prefill_fp8_supported(shape); }
+
+int prefill_tile_rows(AttentionShape shape, PrefillPrecision precision) {
+  if (use_fp8(shape, precision)) return prefill_fp8_tile_rows(shape);
   if (use_wgmma(shape)) return prefill_wgmma_tile_rows(shape);
   if (use_mma(shape)) return prefill_mma_tile_rows(shape);
   const int epl = epl_of(shape.head_dim);
@@ -227,13 +237,17 @@ int prefill_tile_rows(AttentionShape shape) {
 
 cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int num_tiles,
                                      AttentionShape shape, RowInputs in, LayerCache cache,
-                                     bf16* out, cudaStream_t stream) {
+                                     bf16* out, cudaStream_t stream,
+                                     PrefillPrecision precision) {
   if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0 ||
       shape.head_dim % 2 != 0 || shape.head_dim > 256 ||
       shape.num_heads / shape.num_kv_heads > (epl_of(shape.head_dim) >= 8 ? 8 : 16)) {
     return cudaErrorInvalidValue;
   }
   if (num_tiles <= 0) return cudaGetLastError();
+  if (use_fp8(shape, precision)) {
+    return launch_attention_prefill_fp8(qkv, tiles, num_tiles, shape, in, cache, out, stream);
+  }
   if (use_wgmma(shape)) {
     return launch_attention_prefill_wgmma(qkv, tiles, num_tiles, shape, in, cache, out, stream);
   }

@@ -150,6 +150,32 @@ KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
   return kv;
 }
 
+// FP8 prefill attention when asked for: refused below compute capability 8.9 (no FP8 tensor
+// cores), and bf16 for a head size the FP8 kernel does not cover, said in the log.
+PrefillPrecision prefill_precision_for(const CudaModel& model, const CudaExecutorOptions& o) {
+  if (!o.fp8_prefill_attention) {
+    spdlog::info("cuda: prefill attention in bf16");
+    return PrefillPrecision::bf16;
+  }
+  int major = 0, minor = 0;
+  PACELINE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, o.device));
+  PACELINE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, o.device));
+  if (major * 10 + minor < 89) {
+    fail("--prefill-attention-dtype fp8: {} has compute capability {}.{}; FP8 tensor cores need "
+         "8.9 or newer (Ada, Hopper); use --prefill-attention-dtype bf16",
+         cuda_device_description(), major, minor);
+  }
+  const AttentionShape s = model.attention_shape();
+  if (!prefill_attention_fp8_supported(s)) {
+    spdlog::warn("cuda: --prefill-attention-dtype fp8: the FP8 kernel does not cover head_dim {} "
+                 "with {} query heads per KV head; prefill attention stays bf16",
+                 s.head_dim, s.num_heads / s.num_kv_heads);
+    return PrefillPrecision::bf16;
+  }
+  spdlog::info("cuda: prefill attention in fp8 (q, K, P and V in e4m3, float32 accumulation)");
+  return PrefillPrecision::fp8;
+}
+
 }  // namespace
 
 CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
@@ -188,7 +214,9 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   m.limits.vocab_size = config.vocab_size;
   m.limits.num_blocks = kv.num_blocks;
   m.limits.block_size = kv.block_size;
-  m.limits.prefill_tile_rows = prefill_tile_rows(m.model.attention_shape());
+  m.model.set_prefill_precision(prefill_precision_for(m.model, options));
+  m.limits.prefill_tile_rows =
+      prefill_tile_rows(m.model.attention_shape(), m.model.prefill_precision());
   m.eager_acts.reserve(config, options.max_num_batched_tokens, kEagerDecodeRows, kEagerLogitRows,
                        kDecodeSplits);
 

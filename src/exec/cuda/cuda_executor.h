@@ -35,6 +35,10 @@ struct CudaExecutorOptions {
   // --kv-cache-dtype fp8: the KV cache in FP8 e4m3 (1 byte per element, unscaled) instead of
   // bfloat16; twice the blocks in the same memory, half the bytes each decode step reads.
   bool fp8_kv_cache = false;
+  // --prefill-attention-dtype fp8: prefill attention's products on FP8 tensor cores (e4m3
+  // operands, float32 accumulation; attention_prefill_fp8.cu) for the head sizes its kernel
+  // covers. Needs compute capability 8.9 or newer: the constructor refuses an older GPU.
+  bool fp8_prefill_attention = false;
   // The most sequences a step decodes (--max-num-seqs): at kSmallMAutoRows or fewer the decode
   // rows take the small-M GEMM (gemm.h; PACELINE_GEMM_SMALL_M=1 or 0 overrides).
   int64_t max_num_seqs = 256;

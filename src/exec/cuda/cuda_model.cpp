@@ -108,7 +108,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     }
     if (n.tiles > 0) {
       PACELINE_CUDA_CHECK(launch_attention_prefill(a.qkv.as<float>(), in.tiles(), n.tiles, shape,
-                                                   rows, cache, a.attn.as<bf16>(), stream_));
+                                                   rows, cache, a.attn.as<bf16>(), stream_,
+                                                   prefill_precision_));
     }
     gemm_.run_f32(a.attn.as<bf16>(), n.rows, c.q_size(), w.o_proj.as<bf16>(), hidden,
                   a.residual.as<float>(), 1.0f, small);

@@ -59,6 +59,10 @@ class CudaModel {
   // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).
   void forward(const StepCounts& counts, const StepBuffers& in, Activations& acts);
 
+  // The prefill attention's operands (kernels.h); set before the first forward.
+  void set_prefill_precision(PrefillPrecision p) { prefill_precision_ = p; }
+  PrefillPrecision prefill_precision() const { return prefill_precision_; }
+
   // Whether decode rows go through the small-M GEMM (gemm.h); set before any graph capture.
   void set_small_m_gemm(bool on) { gemm_.set_small_m(on); }
   bool small_m_gemm() const { return gemm_.small_m(); }
@@ -75,6 +79,7 @@ class CudaModel {
   DeviceBuffer kv_cache_;  // bf16 or e4m3 [layers][K, V][slots][kv_heads][head_dim]
   KvCacheShape kv_shape_;
   bool kv_fp8_ = false;
+  PrefillPrecision prefill_precision_ = PrefillPrecision::bf16;
 };
 
 }  // namespace paceline::cuda

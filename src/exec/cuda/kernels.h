@@ -110,13 +110,20 @@ cudaError_t launch_attention_decode_variant(int warps, int stages, const float* 
                                             float* partial_acc, float* partial_ml, bf16* out,
                                             cudaStream_t stream);
 
+// The operands of prefill attention's two products (--prefill-attention-dtype): bfloat16, or FP8
+// e4m3 (attention_prefill_fp8.cu: q, K, the probabilities and V in e4m3, float32 accumulation;
+// sm_89 and newer). Shapes the FP8 kernel does not cover stay bf16.
+enum class PrefillPrecision { bf16, fp8 };
+bool prefill_attention_fp8_supported(AttentionShape shape);
+
 // Prefill attention over tiles of consecutive rows of one sequence (tiles: [num_tiles][3] =
-// sequence, first row, row count <= prefill_tile_rows(shape)), each row causal over its
-// sequence's cached prefix and the rows before it.
-int prefill_tile_rows(AttentionShape shape);
+// sequence, first row, row count <= prefill_tile_rows(shape, precision)), each row causal over
+// its sequence's cached prefix and the rows before it.
+int prefill_tile_rows(AttentionShape shape, PrefillPrecision precision = PrefillPrecision::bf16);
 cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int num_tiles,
                                      AttentionShape shape, RowInputs in, LayerCache cache,
-                                     bf16* out, cudaStream_t stream);
+                                     bf16* out, cudaStream_t stream,
+                                     PrefillPrecision precision = PrefillPrecision::bf16);
 
 // out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out.
 cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
