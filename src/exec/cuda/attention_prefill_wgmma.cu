@@ -13,6 +13,8 @@
 // cannot see changes none of its bits, so the tiling is free to change.
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "exec/cuda/attention_prefill_wgmma.cuh"
 #include "exec/cuda/device_utils.cuh"
@@ -150,8 +152,9 @@ __device__ __forceinline__ float exp2_approx(float x) {
 }
 
 // S = q . K^T of the warpgroup's 64 slots and a chunk's 128 keys, over head_dim in 8 steps of
-// 16: 32 bytes further along a swizzled row each step, the next atom after four.
-__device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
+// 16: 32 bytes further along a swizzled row each step, the next atom after four. Issued and
+// committed; the caller waits (scores() below, or after handing the tensor cores on).
+__device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
   wgmma::fence();
 #pragma unroll
   for (int st = 0; st < kHeadDim / 16; ++st) {
@@ -161,6 +164,10 @@ __device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k
     wgmma::mma_ss(s, a, b, st > 0);
   }
   wgmma::commit();
+}
+
+__device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
+  issue_scores(s, q_wg, k_s);
   wgmma::wait<0>();
   wgmma::hold(s);
 }
@@ -400,6 +407,202 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+// ---- The warp-specialized kernel (PACELINE_PREFILL_ATTENTION=ws; a bf16 cache by bulk copies) ----
+// A third warpgroup produces: one of its threads streams the chunks by bulk tensor copies into
+// the three stages as soon as both consumers have released a stage (a barrier per stage, "empty",
+// beside the one that counts the bytes in, "full"), so the loads run up to three chunks ahead
+// instead of one and no block-wide barrier is left in the loop. Three warpgroups put three warps
+// on each scheduler, so a thread starts with 168 registers; the producer gives most of its
+// registers to the consumers (setmaxnreg: 40 against 232 a thread, which ptxas allocates by
+// region: without it the consumers spill 32 bytes, with it none, CUDA 13.0). The consumers take
+// turns on the tensor cores for q . K^T (two named barriers
+// passed back and forth, each handed on once the scores are in), so that one's softmax runs
+// while the other's scores are computed.
+constexpr int kWsThreads = 128 * 3;
+constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
+constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
+
+__device__ __forceinline__ void barrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void registers_down() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void registers_up() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+__global__ void __launch_bounds__(kWsThreads, 1)
+    attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
+                                RowInputs in, LayerCache cache, bf16* out,
+                                const __grid_constant__ CUtensorMap k_map,
+                                const __grid_constant__ CUtensorMap v_map) {
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t full[kStages];   // a stage's bytes landed
+  __shared__ __align__(8) uint64_t empty[kStages];  // both consumers are done with a stage
+  allow_dependent_launch();
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t q_s = (raw + 1023u) & ~1023u;
+  const uint32_t k_base = q_s + kQBytes;
+  const uint32_t v_base = k_base + kStages * kTileBytes;
+
+  const int tile = gridDim.x - 1 - blockIdx.x;  // the longest tiles first, as above
+  const int seq = tiles[tile * 3];
+  const int first_row = tiles[tile * 3 + 1];
+  const int tile_rows = tiles[tile * 3 + 2];
+  const int kv_head = blockIdx.y;
+  const int group = shape.num_heads / shape.num_kv_heads;
+  const int q_size = shape.num_heads * kHeadDim;
+  const int kv_size = shape.num_kv_heads * kHeadDim;
+  const int qkv_width = q_size + 2 * kv_size;
+  const int wg = threadIdx.x / 128;  // 0 produces, 1 and 2 consume
+  const int bs = cache.block_size;
+  const ChunkSource src{in.blocks + in.seq_block_offset[seq],
+                        bs,
+                        (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1,
+                        kv_size,
+                        kv_head,
+                        in.positions[first_row + tile_rows - 1]};
+  const int num_chunks = src.last_pos / kKeys + 1;
+  const uint32_t full0 = smem_addr(&full[0]);
+  const uint32_t empty0 = smem_addr(&empty[0]);
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      tma::barrier_init(full0 + 8 * i, 1);
+      tma::barrier_init(empty0 + 8 * i, 256);
+    }
+    tma::barrier_init_fence();
+  }
+  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
+  for (int i = threadIdx.x; i < kSlots * kChunks; i += kWsThreads) {
+    const int slot = i / kChunks, c = i % kChunks;
+    const int r = slot / group;
+    uint4 packed = make_uint4(0, 0, 0, 0);
+    if (r < tile_rows) {
+      const int head = kv_head * group + slot % group;
+      const float4* q = reinterpret_cast<const float4*>(
+          qkv + static_cast<int64_t>(first_row + r) * qkv_width + head * kHeadDim + c * 8);
+      const float4 a = q[0], b = q[1];
+      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
+                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
+    }
+    st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
+  }
+  wgmma::fence_shared_for_async();
+  __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
+
+  if (wg == 0) {
+    registers_down<40>();
+    if (threadIdx.x != 0) return;
+    const int last_block = src.last_pos / bs;
+    for (int c = 0; c < num_chunks; ++c) {
+      const int stage = c % kStages;
+      if (c >= kStages) tma::barrier_wait(empty0 + 8 * stage, (c / kStages - 1) & 1);
+      const int first_block = c * kKeys / bs;
+      const int blocks = min(kKeys / bs, last_block - first_block + 1);
+      const uint32_t bar = full0 + 8 * stage;
+      tma::barrier_expect_bytes(bar, static_cast<uint32_t>(blocks * bs * kHeadDim * 2 * 2));
+      const uint32_t at = stage * kTileBytes;
+      for (int b = 0; b < blocks; ++b) {
+        const int y = src.blocks[first_block + b] * bs;
+        const uint32_t row = b * bs * 128;
+#pragma unroll
+        for (int atom = 0; atom < kHeadDim / 64; ++atom) {
+          const int x = kv_head * kHeadDim + atom * 64;
+          tma::load_2d(k_base + at + atom * kAtomBytes + row, &k_map, x, y, bar);
+          tma::load_2d(v_base + at + atom * kAtomBytes + row, &v_map, x, y, bar);
+        }
+      }
+    }
+    return;
+  }
+  registers_up<232>();
+
+  const int cw = wg - 1;                    // this consumer
+  const int ct = threadIdx.x - 128 * wg;    // thread within it
+  const int warp = ct / 32;
+  const int lane = threadIdx.x % 32;
+  const int g = lane / 4;
+  const int tig = lane % 4;
+  Rows rows;
+  rows.first = INT_MAX;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = (cw * 64 + warp * 16 + g + 8 * h) / group;
+    rows.pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
+    rows.first = min(rows.first, rows.pos[h]);
+  }
+  const int cw_first_row = cw * 64 / group;
+  const int cw_last = cw_first_row < tile_rows
+                          ? in.positions[first_row + min(tile_rows - 1, (cw * 64 + 63) / group)]
+                          : -1;
+  float o[64], s[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  uint32_t p[kKeys / 16][4];
+  const uint32_t q_cw = q_s + cw * 64 * 128;
+  const int my_turn = kTurnBarrier + cw;
+  const int other_turn = kTurnBarrier + 1 - cw;
+  if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
+
+  for (int c = 0; c < num_chunks; ++c) {
+    const int stage = c % kStages;
+    const uint32_t here = stage * kTileBytes;
+    tma::barrier_wait(full0 + 8 * stage, (c / kStages) & 1);
+    const bool visible = c * kKeys <= cw_last;
+    // V's rows past the tile's last key hold what the stage held before (or the tail of the
+    // last block): zeros, so that the masked keys multiply finite values.
+    const int tail = src.last_pos + 1 - c * kKeys;
+    if (visible && tail < kKeys) {
+      for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
+        st_shared16(v_base + here + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
+                    make_uint4(0, 0, 0, 0));
+      }
+      wgmma::fence_shared_for_async();
+      named_sync(kZeroBarrier + cw, 128);
+    }
+    // The last turn is not passed on: the other consumer has no more chunks to take it for.
+    const bool pass = cw == 0 || c + 1 < num_chunks;
+    named_sync(my_turn, 256);
+    if (visible) {
+      scores(s, q_cw, k_base + here);
+      if (pass) named_arrive(other_turn, 256);
+      softmax(s, p, o, rows, c * kKeys, tig);
+      accumulate(o, p, v_base + here);
+    } else if (pass) {
+      named_arrive(other_turn, 256);
+    }
+    barrier_arrive(empty0 + 8 * stage);
+  }
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = rows.l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int slot = cw * 64 + warp * 16 + g + 8 * h;
+    const int r = slot / group;
+    if (r >= tile_rows) continue;
+    const int head = kv_head * group + slot % group;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    bf16* dst = out + static_cast<int64_t>(first_row + r) * q_size + head * kHeadDim + tig * 2;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
+          __floats2bfloat162_rn(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+}
+
 // A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
 // columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
 // refuses the shape.
@@ -436,6 +639,16 @@ bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map
          kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
 }
 
+// The warp-specialized kernel, for a bf16 cache copied by bulk tensor copies, while it is being
+// measured against the kernel above: PACELINE_PREFILL_ATTENTION=ws.
+bool warp_specialized() {
+  static const bool ws = [] {
+    const char* env = std::getenv("PACELINE_PREFILL_ATTENTION");
+    return env != nullptr && std::string(env) == "ws";
+  }();
+  return ws;
+}
+
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
@@ -443,11 +656,20 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   // tile a chunk.
   CUtensorMap k_map{}, v_map{};
   const bool bulk = !FP8 && bulk_tensor_maps(shape, cache, &k_map, &v_map);
+  dim3 grid(num_tiles, shape.num_kv_heads);
+  if (bulk && warp_specialized()) {
+    static const cudaError_t ws_attribute = cudaFuncSetAttribute(
+        attention_prefill_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(kSmemBytes));
+    if (ws_attribute != cudaSuccess) return ws_attribute;
+    attention_prefill_ws_kernel<<<grid, kWsThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in,
+                                                                         cache, out, k_map, v_map);
+    return cudaGetLastError();
+  }
   static const cudaError_t attribute = cudaFuncSetAttribute(
       attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
       static_cast<int>(kSmemBytes));
   if (attribute != cudaSuccess) return attribute;
-  dim3 grid(num_tiles, shape.num_kv_heads);
   attention_prefill_wgmma_kernel<FP8><<<grid, kThreads, kSmemBytes, stream>>>(
       qkv, tiles, shape, in, cache, out, k_map, v_map, bulk);
   return cudaGetLastError();
