@@ -241,6 +241,85 @@ __device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[k
   wgmma::hold(o);
 }
 
+// The tile of rows a block takes: where its q comes from and its output goes.
+struct TileRows {
+  int first_row;
+  int tile_rows;
+  int kv_head;
+  int group;  // query heads per KV head
+  int q_size;
+  int qkv_width;
+};
+
+// q of the tile's 128 slots (row, head of the group) into shared memory as bf16, pre-scaled by
+// log2(e) / sqrt(head_dim) so that the scores come out in base 2; zeros past the tile's rows.
+__device__ __forceinline__ void stage_q(uint32_t q_s, const float* qkv, const TileRows& t,
+                                        int threads) {
+  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
+  for (int i = threadIdx.x; i < kSlots * kChunks; i += threads) {
+    const int slot = i / kChunks, c = i % kChunks;
+    const int r = slot / t.group;
+    uint4 packed = make_uint4(0, 0, 0, 0);
+    if (r < t.tile_rows) {
+      const int head = t.kv_head * t.group + slot % t.group;
+      const float4* q = reinterpret_cast<const float4*>(
+          qkv + static_cast<int64_t>(t.first_row + r) * t.qkv_width + head * kHeadDim + c * 8);
+      const float4 a = q[0], b = q[1];
+      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
+                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
+    }
+    st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
+  }
+}
+
+// The thread's two query slots, rows g and g + 8 of its warp's 16 in warpgroup `wg`'s 64 (of the
+// computing warpgroups), and their positions.
+__device__ __forceinline__ Rows slot_rows(const TileRows& t, const RowInputs& in, int wg,
+                                          int warp, int g) {
+  Rows rows;
+  rows.first = INT_MAX;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = (wg * 64 + warp * 16 + g + 8 * h) / t.group;
+    rows.pos[h] = r < t.tile_rows ? in.positions[t.first_row + r] : -1;
+    rows.first = min(rows.first, rows.pos[h]);
+  }
+  return rows;
+}
+
+// Warpgroup `wg`'s last query position (rows are in position order; -1 without rows): chunks past
+// it hold only keys its queries cannot see. The same for every thread of the warpgroup, as the
+// MMAs need.
+__device__ __forceinline__ int last_position(const TileRows& t, const RowInputs& in, int wg) {
+  const int first = wg * 64 / t.group;
+  return first < t.tile_rows
+             ? in.positions[t.first_row + min(t.tile_rows - 1, (wg * 64 + 63) / t.group)]
+             : -1;
+}
+
+// o / l of the thread's two slots into out (bf16), rows past the tile's left alone.
+__device__ __forceinline__ void write_rows(const float (&o)[64], const Rows& rows,
+                                           const TileRows& t, bf16* out, int wg, int warp, int g,
+                                           int tig) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = rows.l[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int slot = wg * 64 + warp * 16 + g + 8 * h;
+    const int r = slot / t.group;
+    if (r >= t.tile_rows) continue;
+    const int head = t.kv_head * t.group + slot % t.group;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    bf16* dst = out + static_cast<int64_t>(t.first_row + r) * t.q_size + head * kHeadDim + tig * 2;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
+          __floats2bfloat162_rn(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+  }
+}
+
 // The two warpgroups run a chunk apart, so that one's softmax overlaps the other's MMAs: in
 // step n (after the barrier that publishes chunk n), warpgroup 0 computes chunk n whole, while
 // warpgroup 1 finishes chunk n - 1 (softmax, P . V) and then computes chunk n's scores, which it
@@ -318,37 +397,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The first chunk is on its way while q is staged.
   issue(0);
 
-  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
-  for (int i = threadIdx.x; i < kSlots * kChunks; i += kThreads) {
-    const int slot = i / kChunks, c = i % kChunks;
-    const int r = slot / group;
-    uint4 packed = make_uint4(0, 0, 0, 0);
-    if (r < tile_rows) {
-      const int head = kv_head * group + slot % group;
-      const float4* q = reinterpret_cast<const float4*>(
-          qkv + static_cast<int64_t>(first_row + r) * qkv_width + head * kHeadDim + c * 8);
-      const float4 a = q[0], b = q[1];
-      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
-                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
-    }
-    st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
-  }
-
-  // This thread's two query slots (rows g and g + 8 of its warp's 16) and their positions.
-  Rows rows;
-  rows.first = INT_MAX;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (wg * 64 + warp * 16 + g + 8 * h) / group;
-    rows.pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
-    rows.first = min(rows.first, rows.pos[h]);
-  }
-  // The warpgroup's last query position (rows are in position order): chunks past it hold only
-  // keys its queries cannot see. The same for every thread of the warpgroup, as the MMAs need.
-  const int wg_first_row = wg * 64 / group;
-  const int wg_last = wg_first_row < tile_rows
-                          ? in.positions[first_row + min(tile_rows - 1, (wg * 64 + 63) / group)]
-                          : -1;
+  const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
+  stage_q(q_s, qkv, t, kThreads);
+  Rows rows = slot_rows(t, in, wg, warp, g);
+  const int wg_last = last_position(t, in, wg);
 
   float o[64], s[64];
 #pragma unroll
@@ -388,23 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = rows.l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int slot = wg * 64 + warp * 16 + g + 8 * h;
-    const int r = slot / group;
-    if (r >= tile_rows) continue;
-    const int head = kv_head * group + slot % group;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    bf16* dst = out + static_cast<int64_t>(first_row + r) * q_size + head * kHeadDim + tig * 2;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
-          __floats2bfloat162_rn(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-    }
-  }
+  write_rows(o, rows, t, out, wg, warp, g, tig);
 }
 
 // ---- The warp-specialized kernel (PACELINE_PREFILL_ATTENTION=ws; a bf16 cache by bulk copies) ----
@@ -482,21 +518,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     tma::barrier_init_fence();
   }
-  const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
-  for (int i = threadIdx.x; i < kSlots * kChunks; i += kWsThreads) {
-    const int slot = i / kChunks, c = i % kChunks;
-    const int r = slot / group;
-    uint4 packed = make_uint4(0, 0, 0, 0);
-    if (r < tile_rows) {
-      const int head = kv_head * group + slot % group;
-      const float4* q = reinterpret_cast<const float4*>(
-          qkv + static_cast<int64_t>(first_row + r) * qkv_width + head * kHeadDim + c * 8);
-      const float4 a = q[0], b = q[1];
-      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
-                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
-    }
-    st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
-  }
+  const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
+  stage_q(q_s, qkv, t, kWsThreads);
   wgmma::fence_shared_for_async();
   __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
 
@@ -533,18 +556,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
   const int tig = lane % 4;
-  Rows rows;
-  rows.first = INT_MAX;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (cw * 64 + warp * 16 + g + 8 * h) / group;
-    rows.pos[h] = r < tile_rows ? in.positions[first_row + r] : -1;
-    rows.first = min(rows.first, rows.pos[h]);
-  }
-  const int cw_first_row = cw * 64 / group;
-  const int cw_last = cw_first_row < tile_rows
-                          ? in.positions[first_row + min(tile_rows - 1, (cw * 64 + 63) / group)]
-                          : -1;
+  Rows rows = slot_rows(t, in, cw, warp, g);
+  const int cw_last = last_position(t, in, cw);
   float o[64], s[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
@@ -584,23 +597,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     barrier_arrive(empty0 + 8 * stage);
   }
 
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = rows.l[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int slot = cw * 64 + warp * 16 + g + 8 * h;
-    const int r = slot / group;
-    if (r >= tile_rows) continue;
-    const int head = kv_head * group + slot % group;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    bf16* dst = out + static_cast<int64_t>(first_row + r) * q_size + head * kHeadDim + tig * 2;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      *reinterpret_cast<__nv_bfloat162*>(dst + j * 8) =
-          __floats2bfloat162_rn(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-    }
-  }
+  write_rows(o, rows, t, out, cw, warp, g, tig);
 }
 
 // A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
