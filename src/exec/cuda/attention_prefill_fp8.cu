@@ -36,6 +36,7 @@
 #include <cuda_fp8.h>
 
 #include "exec/cuda/attention_prefill_fp8.cuh"
+#include "exec/cuda/attention_prefill_mma.cuh"
 #include "exec/cuda/device_utils.cuh"
 
 namespace paceline::cuda {
@@ -536,16 +537,11 @@ cudaError_t launch_for_dim(const float* qkv, const int32_t* tiles, int num_tiles
 
 }  // namespace
 
-bool prefill_fp8_supported(AttentionShape shape) {
-  if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0) return false;
-  const int group = shape.num_heads / shape.num_kv_heads;
-  const int hd = shape.head_dim;
-  return kSlots % group == 0 && (hd == 16 || hd == 32 || hd == 64 || hd == 128);
-}
+// The mma.sync kernel's tiling (128 query slots a block), so its shapes and tile rows.
+static_assert(kSlots == 128, "the tiling of attention_prefill_mma.cu");
+bool prefill_fp8_supported(AttentionShape shape) { return prefill_mma_supported(shape); }
 
-int prefill_fp8_tile_rows(AttentionShape shape) {
-  return kSlots / (shape.num_heads / shape.num_kv_heads);
-}
+int prefill_fp8_tile_rows(AttentionShape shape) { return prefill_mma_tile_rows(shape); }
 
 cudaError_t launch_attention_prefill_fp8(const float* qkv, const int32_t* tiles, int num_tiles,
                                          AttentionShape shape, RowInputs in, LayerCache cache,
