@@ -3,8 +3,8 @@
 // block sizes 16, 7 and 1. A row's bits do not depend on how the rows are dealt into tiles, and an
 // FP8 cache gives the bits the bf16 cache gives on the same values widened. With
 // PACELINE_PREFILL_BENCH=1, the Qwen3-8B shape is timed at 8k and 32k rows and for a 2k chunk
-// after a 30k cached prefix, on the wgmma kernel, the mma.sync kernel and the FP8 kernel (from a
-// bf16 and from an FP8 cache) (TFLOP/s).
+// after a 30k cached prefix, on the wgmma kernel (warp-specialized on a sized cache), the mma.sync
+// kernel and the FP8 kernel (from a bf16 and from an FP8 cache) (TFLOP/s).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -78,9 +78,10 @@ TEST(CudaPrefillAttention, RowBitsDoNotDependOnTheTiling) {
   }
 }
 
-// The wgmma kernel copies whole chunks of a sized cache with the bulk tensor copies and the rest
-// (the last chunk, or a cache of unknown size) thread by thread: the same values in the same
-// places, so the same bits.
+// A sized bf16 cache goes to the warp-specialized kernel (bulk tensor copies by a producer
+// warpgroup), a cache of unknown size to the two-warpgroup kernel (thread copies): the same values
+// in the same places, the same arithmetic in the same order, so the same bits.
+// (PACELINE_PREFILL_ATTENTION=wgmma: both take the two-warpgroup kernel, bulk against thread copies.)
 TEST(CudaPrefillAttention, BulkCopiesGiveTheBitsOfThreadCopies) {
   PACELINE_REQUIRE_GPU();
   uint64_t seed = 300;

@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   write_rows(o, rows, t, out, wg, warp, g, tig);
 }
 
-// ---- The warp-specialized kernel (PACELINE_PREFILL_ATTENTION=ws; a bf16 cache by bulk copies) ----
+// ---- The warp-specialized kernel (a bf16 cache by bulk copies; the default for it) ----
 // A third warpgroup produces: one of its threads streams the chunks by bulk tensor copies into
 // the three stages as soon as both consumers have released a stage (a barrier per stage, "empty",
 // beside the one that counts the bytes in, "full"), so the loads run up to three chunks ahead
@@ -636,12 +636,13 @@ bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map
          kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
 }
 
-// The warp-specialized kernel, for a bf16 cache copied by bulk tensor copies, while it is being
-// measured against the kernel above: PACELINE_PREFILL_ATTENTION=ws.
+// The warp-specialized kernel for a bf16 cache copied by bulk tensor copies (the same bits as the
+// two-warpgroup kernel, 1.5x its speed on the H200, docs/performance.md);
+// PACELINE_PREFILL_ATTENTION=wgmma keeps the two-warpgroup kernel, for comparison.
 bool warp_specialized() {
   static const bool ws = [] {
     const char* env = std::getenv("PACELINE_PREFILL_ATTENTION");
-    return env != nullptr && std::string(env) == "ws";
+    return env == nullptr || std::string(env) != "wgmma";
   }();
   return ws;
 }
