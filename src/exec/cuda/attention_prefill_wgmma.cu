@@ -443,11 +443,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   write_rows(o, rows, t, out, wg, warp, g, tig);
 }
 
-// ---- The warp-specialized kernel (a bf16 cache by bulk copies; the default for it) ----
-// A third warpgroup produces: one of its threads streams the chunks by bulk tensor copies into
-// the three stages as soon as both consumers have released a stage (a barrier per stage, "empty",
-// beside the one that counts the bytes in, "full"), so the loads run up to three chunks ahead
-// instead of one and no block-wide barrier is left in the loop. Three warpgroups put three warps
+// ---- The warp-specialized kernel (default: a bf16 cache by bulk copies, an FP8 cache) ----
+// A third warpgroup produces: for a bf16 cache one of its threads streams the chunks by bulk
+// tensor copies into the three stages as soon as both consumers have released a stage (a barrier
+// per stage, "empty", beside the one that counts the bytes in, "full"), so the loads run up to
+// three chunks ahead instead of one and no block-wide barrier is left in the loop. For an FP8
+// cache its 128 threads copy each chunk's e4m3 bytes by cp.async into one of two staging buffers
+// and widen the previous chunk into one of two bf16 stages (the same values as load_chunk_fp8),
+// then arrive on its "full" barrier, so the consumers see what a bf16 cache of those values gives. Three warpgroups put three warps
 // on each scheduler, so a thread starts with 168 registers; the producer gives most of its
 // registers to the consumers (setmaxnreg: 40 against 232 a thread, which ptxas allocates by
 // region: without it the consumers spill 32 bytes, with it none, CUDA 13.0). The consumers take
@@ -457,6 +460,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 constexpr int kWsThreads = 128 * 3;
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
 constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
+constexpr int kProducerBarrier = 5;  // the FP8 producer's 128 threads
+// An FP8 cache: two bf16 stages, and after them two staging buffers of raw e4m3 chunks (K and V,
+// 16 KB each) that the producer fills by cp.async and widens into the stages: the shared memory
+// of three bf16 stages.
+constexpr uint32_t kTile8Bytes = kKeys * kHeadDim;
+constexpr int kStaging = 2;
+template <bool FP8>
+constexpr int ws_stages() {
+  return FP8 ? 2 : kStages;
+}
+static_assert(2 * ws_stages<true>() * kTileBytes + kStaging * 2 * kTile8Bytes <=
+                  2 * kStages * kTileBytes,
+              "the FP8 layout fits the bf16 one");
 
 __device__ __forceinline__ void barrier_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
@@ -476,20 +492,93 @@ template <int N>
 __device__ __forceinline__ void registers_up() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
+__device__ __forceinline__ uint2 ld_shared8(uint32_t src) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(src) : "memory");
+  return v;
+}
 
+// The FP8 producer (the 128 threads of warpgroup 0): chunk c's e4m3 bytes of the tile's KV head,
+// keys up to last_pos, by cp.async into a staging buffer (rows of 128 bytes), one group. A thread
+// copies piece pt % 8 (16 bytes) of keys pt / 8 + 16 n in both planes; four keys' block numbers
+// are read before their copies, so those reads of the block table travel together.
+__device__ __forceinline__ void stage_fp8_chunk(uint32_t k8_s, uint32_t v8_s, int c,
+                                                const ChunkSource& src, const LayerCache& cache,
+                                                int pt) {
+  constexpr int kPer = kKeys / 16;  // keys a thread copies
+  constexpr int kBatch = 4;           // keys whose block numbers are read together
+  const int piece = pt % 8, j0 = pt / 8;
+#pragma unroll 1
+  for (int n0 = 0; n0 < kPer; n0 += kBatch) {
+    int block[kBatch];
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const int key = c * kKeys + j0 + 16 * (n0 + n);
+      const int b = src.shift >= 0 ? key >> src.shift : key / src.block_size;
+      block[n] = key <= src.last_pos ? src.blocks[b] : 0;
+    }
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const int j = j0 + 16 * (n0 + n), key = c * kKeys + j;
+      if (key <= src.last_pos) {
+        const int offset = src.shift >= 0 ? key & (src.block_size - 1) : key % src.block_size;
+        const int64_t e = (static_cast<int64_t>(block[n]) * src.block_size + offset) *
+                              src.kv_size +
+                          src.kv_head * kHeadDim + piece * 16;
+        cp_async16(k8_s + j * 128 + piece * 16, cache.k8 + e);
+        cp_async16(v8_s + j * 128 + piece * 16, cache.v8 + e);
+      }
+    }
+  }
+  cp_async_commit();
+}
+
+// Staged e4m3 bytes of chunk c widened into a bf16 stage, in the layout bulk copies give (zeros
+// past last_pos): the values the two-warpgroup kernel's load_chunk_fp8 stores. A thread takes
+// the 16-byte column pt % 16 of keys pt / 16 + 8 n, four keys' loads before their stores; a
+// quarter warp writes one 128-byte row of an atom.
+__device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint32_t k8_s,
+                                                uint32_t v8_s, int c, int last_pos, int pt) {
+  constexpr int kBatch = 4;
+  constexpr int kStep = 128 / kChunks;  // keys a pass of the 128 threads
+  const int cc = pt % kChunks, j0 = pt / kChunks;
+#pragma unroll 1
+  for (int j = j0; j < kKeys; j += kBatch * kStep) {
+    uint2 kr[kBatch], vr[kBatch];
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const int jn = j + n * kStep;
+      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to bf16 +0
+      if (c * kKeys + jn <= last_pos) {
+        kr[n] = ld_shared8(k8_s + jn * 128 + cc * 8);
+        vr[n] = ld_shared8(v8_s + jn * 128 + cc * 8);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kBatch; ++n) {
+      const uint32_t at = wgmma::swizzled_offset(kKeys, j + n * kStep, cc);
+      st_shared16(k_s + at, fp8x8_to_bf16x8(kr[n]));
+      st_shared16(v_s + at, fp8x8_to_bf16x8(vr[n]));
+    }
+  }
+}
+
+template <bool FP8>
 __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
                                 const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map) {
+  constexpr int kS = ws_stages<FP8>();
   extern __shared__ unsigned char smem_raw[];
-  __shared__ __align__(8) uint64_t full[kStages];   // a stage's bytes landed
-  __shared__ __align__(8) uint64_t empty[kStages];  // both consumers are done with a stage
+  __shared__ __align__(8) uint64_t full[kS];   // a stage's bytes landed
+  __shared__ __align__(8) uint64_t empty[kS];  // both consumers are done with a stage
   allow_dependent_launch();
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t q_s = (raw + 1023u) & ~1023u;
   const uint32_t k_base = q_s + kQBytes;
-  const uint32_t v_base = k_base + kStages * kTileBytes;
+  const uint32_t v_base = k_base + kS * kTileBytes;
+  const uint32_t staging = v_base + kS * kTileBytes;  // FP8: buffer b's K at + 2 b kTile8Bytes
 
   const int tile = gridDim.x - 1 - blockIdx.x;  // the longest tiles first, as above
   const int seq = tiles[tile * 3];
@@ -512,8 +601,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t full0 = smem_addr(&full[0]);
   const uint32_t empty0 = smem_addr(&empty[0]);
   if (threadIdx.x == 0) {
-    for (int i = 0; i < kStages; ++i) {
-      tma::barrier_init(full0 + 8 * i, 1);
+    for (int i = 0; i < kS; ++i) {
+      tma::barrier_init(full0 + 8 * i, FP8 ? 128 : 1);  // FP8: every producer thread arrives
       tma::barrier_init(empty0 + 8 * i, 256);
     }
     tma::barrier_init_fence();
@@ -523,13 +612,37 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   wgmma::fence_shared_for_async();
   __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
 
+  if (wg == 0 && FP8) {
+    registers_down<40>();
+    // Chunk c + 1's bytes travel while chunk c is widened; a stage is widened into once both
+    // consumers have released it.
+    const int pt = threadIdx.x;
+    auto k8_of = [&](int c) { return staging + c % kStaging * 2 * kTile8Bytes; };
+    stage_fp8_chunk(k8_of(0), k8_of(0) + kTile8Bytes, 0, src, cache, pt);
+    for (int c = 0; c < num_chunks; ++c) {
+      const int stage = c % kS;
+      cp_async_wait_all();
+      // Everyone's bytes of chunk c are in, and everyone has widened chunk c - 1 (its staging
+      // buffer, chunk c + 1's, is free).
+      named_sync(kProducerBarrier, 128);
+      if (c + 1 < num_chunks) {
+        stage_fp8_chunk(k8_of(c + 1), k8_of(c + 1) + kTile8Bytes, c + 1, src, cache, pt);
+      }
+      if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
+      widen_fp8_chunk(k_base + stage * kTileBytes, v_base + stage * kTileBytes, k8_of(c),
+                      k8_of(c) + kTile8Bytes, c, src.last_pos, pt);
+      wgmma::fence_shared_for_async();  // the stores, for the MMAs' reads
+      barrier_arrive(full0 + 8 * stage);
+    }
+    return;
+  }
   if (wg == 0) {
     registers_down<40>();
     if (threadIdx.x != 0) return;
     const int last_block = src.last_pos / bs;
     for (int c = 0; c < num_chunks; ++c) {
-      const int stage = c % kStages;
-      if (c >= kStages) tma::barrier_wait(empty0 + 8 * stage, (c / kStages - 1) & 1);
+      const int stage = c % kS;
+      if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
       const int first_block = c * kKeys / bs;
       const int blocks = min(kKeys / bs, last_block - first_block + 1);
       const uint32_t bar = full0 + 8 * stage;
@@ -568,14 +681,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
 
   for (int c = 0; c < num_chunks; ++c) {
-    const int stage = c % kStages;
+    const int stage = c % kS;
     const uint32_t here = stage * kTileBytes;
-    tma::barrier_wait(full0 + 8 * stage, (c / kStages) & 1);
+    tma::barrier_wait(full0 + 8 * stage, (c / kS) & 1);
     const bool visible = c * kKeys <= cw_last;
     // V's rows past the tile's last key hold what the stage held before (or the tail of the
-    // last block): zeros, so that the masked keys multiply finite values.
+    // last block): zeros, so that the masked keys multiply finite values. (The FP8 producer
+    // wrote zeros there.)
     const int tail = src.last_pos + 1 - c * kKeys;
-    if (visible && tail < kKeys) {
+    if (!FP8 && visible && tail < kKeys) {
       for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
         st_shared16(v_base + here + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
                     make_uint4(0, 0, 0, 0));
@@ -636,9 +750,10 @@ bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map
          kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
 }
 
-// The warp-specialized kernel for a bf16 cache copied by bulk tensor copies (the same bits as the
-// two-warpgroup kernel, 1.5x its speed on the H200, docs/performance.md);
-// PACELINE_PREFILL_ATTENTION=wgmma keeps the two-warpgroup kernel, for comparison.
+// The warp-specialized kernel for a bf16 cache copied by bulk tensor copies and for an FP8 cache
+// (the same bits as the two-warpgroup kernel; bf16 1.5x its speed on the H200,
+// docs/performance.md); PACELINE_PREFILL_ATTENTION=wgmma keeps the two-warpgroup kernel, for
+// comparison.
 bool warp_specialized() {
   static const bool ws = [] {
     const char* env = std::getenv("PACELINE_PREFILL_ATTENTION");
@@ -655,13 +770,15 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   CUtensorMap k_map{}, v_map{};
   const bool bulk = !FP8 && bulk_tensor_maps(shape, cache, &k_map, &v_map);
   dim3 grid(num_tiles, shape.num_kv_heads);
-  if (bulk && warp_specialized()) {
+  // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
+  // cp.async and widening.
+  if ((bulk || FP8) && warp_specialized()) {
     static const cudaError_t ws_attribute = cudaFuncSetAttribute(
-        attention_prefill_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        attention_prefill_ws_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
         static_cast<int>(kSmemBytes));
     if (ws_attribute != cudaSuccess) return ws_attribute;
-    attention_prefill_ws_kernel<<<grid, kWsThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in,
-                                                                         cache, out, k_map, v_map);
+    attention_prefill_ws_kernel<FP8><<<grid, kWsThreads, kSmemBytes, stream>>>(
+        qkv, tiles, shape, in, cache, out, k_map, v_map);
     return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
