@@ -450,13 +450,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 // three chunks ahead instead of one and no block-wide barrier is left in the loop. For an FP8
 // cache its 128 threads copy each chunk's e4m3 bytes by cp.async into one of two staging buffers
 // and widen the previous chunk into one of two bf16 stages (the same values as load_chunk_fp8),
-// then arrive on its "full" barrier, so the consumers see what a bf16 cache of those values gives. Three warpgroups put three warps
-// on each scheduler, so a thread starts with 168 registers; the producer gives most of its
-// registers to the consumers (setmaxnreg: 40 against 232 a thread, which ptxas allocates by
-// region: without it the consumers spill 32 bytes, with it none, CUDA 13.0). The consumers take
-// turns on the tensor cores for q . K^T (two named barriers
-// passed back and forth, each handed on once the scores are in), so that one's softmax runs
-// while the other's scores are computed.
+// then arrive on its "full" barrier, so the consumers see what a bf16 cache of those values gives.
+// Three warpgroups put three warps on each scheduler, so a thread starts with 168 registers; the
+// producer gives most of its registers to the consumers (setmaxnreg: 40 against 232 a thread,
+// which ptxas allocates by region: without it the consumers spill 32 bytes, with it none, CUDA
+// 13.0). The consumers take turns on the tensor cores for q . K^T (two named barriers passed back
+// and forth, each handed on once the scores are in), so that one's softmax runs while the other's
+// scores are computed.
 constexpr int kWsThreads = 128 * 3;
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
 constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
