@@ -73,6 +73,8 @@ EngineMetrics::EngineMetrics(MetricsRegistry& reg, const EngineMetricsShape& sha
                                   {{"direction", "load"}})),
       load_failures_(&reg.counter("kv_load_failures_total",
                                   "KV blocks whose load from the host tier failed (recomputed)")),
+      fp8_clamped_(&reg.counter("kv_cache_fp8_clamped_total",
+                                "K/V values an FP8 KV cache's store clamped to +-448 (or NaN)")),
       host_blocks_(&reg.gauge("kv_host_cache_blocks", "KV blocks of the host tier")),
       host_usage_(&reg.gauge("kv_host_cache_usage_perc",
                              "Fraction of the host tier's blocks holding a cached block (0-1)")),
@@ -120,6 +122,7 @@ void EngineMetrics::on_step(const StepPlan& plan, const StepResult& result,
   add_delta(*stored_blocks_, s.kv_stored_blocks, last_.kv_stored_blocks);
   add_delta(*loaded_blocks_, s.kv_loaded_blocks, last_.kv_loaded_blocks);
   add_delta(*load_failures_, s.kv_load_failures, last_.kv_load_failures);
+  if (result.kv_fp8_clamped > 0) fp8_clamped_->inc(static_cast<double>(result.kv_fp8_clamped));
   add_delta(*finished_stop_, s.finished_stop, last_.finished_stop);
   add_delta(*finished_length_, s.finished_length, last_.finished_length);
   add_delta(*finished_abort_, s.finished_abort, last_.finished_abort);

@@ -63,6 +63,7 @@ class EngineMetrics {
   Counter *queries_, *hits_, *prompt_tokens_, *generation_tokens_, *preemptions_;
   // The host KV tier (--kv-offloading-size): hits served from it, blocks copied each way.
   Counter *host_hits_, *stored_blocks_, *loaded_blocks_, *load_failures_;
+  Counter* fp8_clamped_;
   Gauge *host_blocks_, *host_usage_;
   Counter *finished_stop_, *finished_length_, *finished_abort_;
   RequestMetrics requests_;

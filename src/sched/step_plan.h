@@ -90,6 +90,8 @@ struct StepResult {
   // executor ran no forward: every row is there without tokens, and the scheduler plans the
   // step again without the KV that is missing (Scheduler::update).
   std::vector<BlockCopy> failed_loads = {};
+  // FP8 KV cache: K/V values this step's store clamped to e4m3's +-448 (beyond it, or NaN).
+  int64_t kv_fp8_clamped = 0;
 };
 
 }  // namespace paceline

@@ -39,10 +39,12 @@ class ScriptedExecutor final : public Executor {
     for (const auto& s : plan.seqs)
       r.seqs.push_back({s.request_id, std::vector<int32_t>(s.num_logits, 7)});
     r.step_time_ns = kStepNs;
+    r.kv_fp8_clamped = clamped_per_step;
     return r;
   }
   ExecutorCapabilities capabilities() const override { return caps_; }
   bool fail = false;
+  int64_t clamped_per_step = 0;  // K/V values each step reports its FP8 store clamped
 
  private:
   ExecutorCapabilities caps_;
@@ -280,6 +282,20 @@ TEST(EngineCore, SpeculativeDecodingCountsDraftsAndAcceptedTokens) {
 
 // Before any request, every series is there at zero: the delayer's, each forward kind's, the
 // request histograms; and the whole text passes promtool's rules.
+// An FP8 KV cache's store clamps values beyond e4m3's range (the CUDA executor counts them on
+// the device and reports each step's): the core adds them to kv_cache_fp8_clamped_total.
+TEST(EngineCore, ValuesAnFp8StoreClampedAreCounted) {
+  Rig rig;
+  rig.executor->clamped_per_step = 3;
+  rig.core.add(1, std::vector<int32_t>(10, 3), max_tokens(2));
+  rig.step();
+  rig.step();
+  rig.executor->clamped_per_step = 0;
+  rig.step();
+  const testing::PromText m = testing::parse_prometheus(rig.metrics.render_prometheus("p:"));
+  EXPECT_EQ(m.value("p:kv_cache_fp8_clamped_total", {}), 6);
+}
+
 TEST(EngineCore, EverySeriesExistsFromTheStart) {
   SchedulerConfig config = small_config();
   config.delayer.enabled = true;
@@ -298,7 +314,7 @@ TEST(EngineCore, EverySeriesExistsFromTheStart) {
         "generation_tokens_total", "num_requests_running", "num_requests_waiting",
         "kv_cache_usage_perc", "kv_cache_blocks", "prefix_cache_queries_total",
         "prefix_cache_hits_total", "num_preemptions_total", "prefill_delayer_decisions_total",
-        "prefill_delayer_hold_rate", "step_time_seconds"}) {
+        "prefill_delayer_hold_rate", "step_time_seconds", "kv_cache_fp8_clamped_total"}) {
     EXPECT_TRUE(m.families.contains(std::string("vllm:") + name)) << name;
   }
   for (const char* kind : {"prefill", "decode", "mixed"}) {

@@ -99,6 +99,10 @@ struct CudaExecutor::Impl {
   std::vector<LogprobRow> enqueue_logprobs(const StepPlan& plan, int64_t vocab);
   // A step whose loads failed: the copies that were enqueued finish, and no forward runs.
   StepResult without_forward(const StepPlan& plan, std::vector<BlockCopy> failed);
+  // FP8 cache: the clamp counter's value after each step (read with the step's tokens), and
+  // its value before the step, so that a step reports what it clamped.
+  PinnedBuffer host_fp8_clamped;
+  unsigned long long fp8_clamped_seen = 0;
   float last_gpu_ms = 0.0f;
   Activations* last_acts = nullptr;
   int last_num_logits = 0;
@@ -372,6 +376,12 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                                       m.last_acts->sampled.as<int32_t>(),
                                       static_cast<size_t>(num_logits) * sizeof(int32_t),
                                       cudaMemcpyDeviceToHost, m.stream));
+  if (const unsigned long long* clamped = m.model.fp8_clamped_counter()) {
+    m.host_fp8_clamped.reserve(sizeof(unsigned long long));
+    PACELINE_CUDA_CHECK(cudaMemcpyAsync(m.host_fp8_clamped.as<void>(), clamped,
+                                        sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                        m.stream));
+  }
   m.logits_processing.enqueue(plan, m.last_acts->logits.as<float>(), vocab, m.stream);
   // Rows that sample (temperature > 0) are drawn on the GPU by launch_sample, with the host
   // sampler's semantics and its uniform number u = sample_uniform(seed, position).
@@ -426,6 +436,16 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
 
   StepResult result;
   result.step_id = plan.step_id;
+  if (m.model.fp8_clamped_counter() != nullptr) {
+    const unsigned long long total = *m.host_fp8_clamped.as<unsigned long long>();
+    result.kv_fp8_clamped = static_cast<int64_t>(total - m.fp8_clamped_seen);
+    if (m.fp8_clamped_seen == 0 && total > 0) {
+      spdlog::warn("cuda: FP8 KV cache: {} K/V values beyond e4m3's +-448 were clamped in step "
+                   "{} (counted in kv_cache_fp8_clamped_total; the cache is stored unscaled)",
+                   total, plan.step_id);
+    }
+    m.fp8_clamped_seen = total;
+  }
   result.seqs.reserve(plan.seqs.size());
   int row = 0;
   int next_sampled = 0;

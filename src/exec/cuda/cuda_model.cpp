@@ -46,6 +46,10 @@ void CudaModel::allocate_kv_cache(KvCacheShape shape, bool fp8) {
   kv_cache_ = DeviceBuffer(bytes);
   // Zeros, so that a bug reading an unwritten slot gives a wrong answer, never NaN from noise.
   PACELINE_CUDA_CHECK(cudaMemset(kv_cache_.as<void>(), 0, bytes));
+  if (fp8) {
+    fp8_clamped_ = DeviceBuffer(sizeof(unsigned long long));
+    PACELINE_CUDA_CHECK(cudaMemset(fp8_clamped_.as<void>(), 0, sizeof(unsigned long long)));
+  }
 }
 
 KvBlockLayout CudaModel::kv_block_layout() const {
@@ -66,6 +70,7 @@ LayerCache CudaModel::layer_cache(int64_t layer) const {
   if (kv_fp8_) {
     c.k8 = kv_cache_.as<uint8_t>() + 2 * layer * layer_elems;
     c.v8 = c.k8 + layer_elems;
+    c.fp8_clamped = fp8_clamped_.as<unsigned long long>();
   } else {
     c.k = kv_cache_.as<bf16>() + 2 * layer * layer_elems;
     c.v = c.k + layer_elems;

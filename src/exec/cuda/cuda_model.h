@@ -54,6 +54,11 @@ class CudaModel {
   int64_t kv_bytes_per_block() const;
   // Where each block's K and V planes lie in the cache (the host tier's copies).
   KvBlockLayout kv_block_layout() const;
+  // FP8 cache: the device counter of K/V values its store clamped to +-448 (or NaN) since the
+  // cache was allocated; nullptr for a bf16 cache.
+  const unsigned long long* fp8_clamped_counter() const {
+    return kv_fp8_ ? fp8_clamped_.as<unsigned long long>() : nullptr;
+  }
 
   // Enqueues the forward of the uploaded step: logits of its logit rows into acts.logits and
   // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).
@@ -79,6 +84,7 @@ class CudaModel {
   DeviceBuffer kv_cache_;  // bf16 or e4m3 [layers][K, V][slots][kv_heads][head_dim]
   KvCacheShape kv_shape_;
   bool kv_fp8_ = false;
+  DeviceBuffer fp8_clamped_;  // one unsigned long long (FP8 cache only)
   PrefillPrecision prefill_precision_ = PrefillPrecision::bf16;
 };
 

@@ -34,6 +34,9 @@ struct LayerCache {
   uint8_t* k8 = nullptr;
   uint8_t* v8 = nullptr;
   int64_t num_slots = 0;  // slots of k and v (0: not said; the bulk tensor copies need it)
+  // FP8: where the K/V store counts the values it clamped to e4m3's +-448 (beyond it, or NaN);
+  // nullptr: not counted.
+  unsigned long long* fp8_clamped = nullptr;
   __host__ __device__ bool fp8() const { return k8 != nullptr; }
 };
 
@@ -54,7 +57,8 @@ cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* 
 // Per row of qkv (float32, [rows][q_size + 2 kv_size]): RMSNorm over each q and k head when
 // q_norm is set (Qwen3), RoPE ("rotate half") at the row's position with inv_freq and cos and sin
 // times rope_scale (YaRN's attention factor, else 1), q rewritten in place, and k and v stored in
-// bf16 at the row's slot of the layer's cache.
+// bf16 at the row's slot of the layer's cache (FP8: rounded to nearest, saturated to +-448, and
+// the values beyond that range, NaN included, added to *cache.fp8_clamped when it is set).
 cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape,
                                       const float* q_norm, const float* k_norm, float eps,
                                       const float* inv_freq, float rope_scale, RowInputs in,

@@ -40,6 +40,12 @@ __host__ __device__ constexpr uint32_t e4m3x2_to_f16x2_scaled(uint32_t two) {
 // The rest is device code (host compilers see only the function above).
 #if defined(__CUDACC__)
 
+// Whether to_fp8 cannot keep x: beyond e4m3's largest finite value (448, where it saturates) or
+// NaN.
+__device__ __forceinline__ int beyond_e4m3(float x) {
+  return !(fabsf(x) <= 448.0f);
+}
+
 __device__ __forceinline__ uint8_t to_fp8(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }

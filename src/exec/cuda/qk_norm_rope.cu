@@ -42,6 +42,7 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
   __syncwarp();
 
   const int half = hd / 2;
+  int clamped = 0;  // FP8: this lane's stored values beyond e4m3's range (or NaN)
   const float pos = static_cast<float>(in.positions[row]);
   const int64_t slot = in.slots[row];
   const bool fp8 = cache.fp8();
@@ -62,6 +63,7 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
     } else if (store_k && fp8) {
       cache.k8[k_at + i] = to_fp8(o1);
       cache.k8[k_at + half + i] = to_fp8(o2);
+      clamped += beyond_e4m3(o1) + beyond_e4m3(o2);
     } else if (store_k) {
       cache.k[k_at + i] = __float2bfloat16(o1);
       cache.k[k_at + half + i] = __float2bfloat16(o2);
@@ -72,9 +74,21 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
     const float* v = row_qkv + q_size + kv_size + kv_head * hd;
     const int64_t v_at = slot * kv_size + kv_head * hd;
     if (fp8) {
-      for (int d = lane; d < hd; d += 32) cache.v8[v_at + d] = to_fp8(v[d]);
+      for (int d = lane; d < hd; d += 32) {
+        cache.v8[v_at + d] = to_fp8(v[d]);
+        clamped += beyond_e4m3(v[d]);
+      }
     } else {
       for (int d = lane; d < hd; d += 32) cache.v[v_at + d] = __float2bfloat16(v[d]);
+    }
+  }
+  // One atomic a warp (the whole warp gets here: its head is one warp's), and only when it
+  // clamped something.
+  if (fp8 && cache.fp8_clamped != nullptr) {
+    const unsigned any = __ballot_sync(0xffffffffu, clamped != 0);
+    if (any != 0) {
+      const int total = __reduce_add_sync(0xffffffffu, static_cast<unsigned>(clamped));
+      if (lane == 0) atomicAdd(cache.fp8_clamped, static_cast<unsigned long long>(total));
     }
   }
 }
