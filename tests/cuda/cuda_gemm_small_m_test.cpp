@@ -280,7 +280,7 @@ TEST(CudaGemmSmallM, RowBitsDoNotDependOnTheBatch) {
 // small-M call of their own, and the other 65 the bits of a cuBLASLt call of their own; 70 small
 // rows (two row groups) give each row its bits alone; a CUDA
 // graph of the small-M call replays the eager bits. PACELINE_GEMM_SMALL_M's off switch
-// (set_small_m(false)) sends the small rows to cuBLASLt.
+// (set_small_m(false)) sends the small rows to cuBLASLt's decode algorithm.
 TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
   PACELINE_REQUIRE_GPU();
   cudaStream_t stream = nullptr;
@@ -378,14 +378,16 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
 
-    // Switched off: the small rows are cuBLASLt rows (bits of the whole cuBLASLt call).
+    // Switched off: the small rows are cuBLASLt's decode rows (the bits of a cuBLASLt call of
+    // those rows alone), the others as before.
     g.set_small_m(false);
     reset_y();
     run(kMixed, kSmall);
     const std::vector<float> off = result();
+    EXPECT_TRUE(rows_equal(off, mixed, kSmall, kMixed));
     reset_y();
-    run(kMixed, 0);
-    EXPECT_TRUE(rows_equal(off, result(), 0, kMixed));
+    run(kSmall, kSmall);
+    EXPECT_TRUE(rows_equal(off, result(), 0, kSmall));
   }
   cudaStreamDestroy(stream);
 }
@@ -412,7 +414,7 @@ TEST(CudaGemmSmallM, StepLayoutPutsOneTokenSequencesFirst) {
   lim.vocab_size = 100;
   lim.num_blocks = 4;
   lim.block_size = 16;
-  const cuda::HostStep h = cuda::host_step_from_plan(plan, lim, /*small_m_first=*/true);
+  const cuda::HostStep h = cuda::host_step_from_plan(plan, lim);
   ASSERT_EQ(h.rows(), 25);
   EXPECT_EQ(h.small_gemm_rows, 2);
   EXPECT_EQ(h.positions[0], 30);   // request 2

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cublasLt.h>
@@ -64,23 +65,79 @@ struct Operands {
   }
 };
 
+// Both algorithms: the prefill rows' (the default for a call without decode rows) and the
+// decode rows' (set_prefill_plan(false) sends every row to it).
 TEST(CudaGemm, OneCallOverManyRowsGivesTheChunkedBits) {
   PACELINE_REQUIRE_GPU();
   cuda::Gemm g(nullptr);
   uint64_t seed = 1;
+  for (bool prefill : {true, false}) {
+    g.set_prefill_plan(prefill);
+    for (const Shape& s : kShapes) {
+      std::printf("[ gemm ] %s, %s rows' algorithm: %s\n", s.name, prefill ? "prefill" : "decode",
+                  g.describe(s.k, s.n, s.beta != 0.0f, prefill).c_str());
+      // 4,096 rows take several calls where split-K's workspace limits a call's rows.
+      for (int64_t rows : {256, 1024, 4096}) {
+        if (s.n > 30000 && rows > 1024) continue;  // lm_head runs on the sampled rows only
+        Operands op(s, rows, seed += 3);
+        g.set_single_call(false);
+        const std::vector<float> chunked = op.run(g, s, rows);
+        g.set_single_call(true);
+        const std::vector<float> whole = op.run(g, s, rows);
+        size_t differ = 0;
+        for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != chunked[i] ? 1 : 0;
+        EXPECT_EQ(differ, 0u) << s.name << ", " << rows << " rows";
+      }
+    }
+  }
+}
+
+// A mixed call (cuBLASLt for decode rows too, as with --max-num-seqs above 32): its first rows,
+// the decode rows, get the bits of a call of decode rows alone, and the prefill rows the bits of
+// a call of prefill rows alone from row 0; with beta 1 too (the decode rows' call is then not
+// padded into the prefill rows, whose residual it would add to). 300 prefill rows and 1 or 7
+// decode rows.
+TEST(CudaGemm, DecodeAndPrefillRowsOfAMixedCallKeepTheirBits) {
+  PACELINE_REQUIRE_GPU();
+  cuda::Gemm g(nullptr);
+  g.set_small_m(false);
+  constexpr int64_t kPrefill = 300;
+  uint64_t seed = 100;
   for (const Shape& s : kShapes) {
-    std::printf("[ gemm ] %s %s\n", s.name, g.describe(s.k, s.n, s.beta != 0.0f).c_str());
-    // 4,096 rows take several calls where split-K's workspace limits a call's rows.
-    for (int64_t rows : {256, 1024, 4096}) {
-      if (s.n > 30000 && rows > 1024) continue;  // lm_head runs on the sampled rows only
-      Operands op(s, rows, seed += 3);
-      g.set_single_call(false);
-      const std::vector<float> chunked = op.run(g, s, rows);
-      g.set_single_call(true);
-      const std::vector<float> whole = op.run(g, s, rows);
-      size_t differ = 0;
-      for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != chunked[i] ? 1 : 0;
-      EXPECT_EQ(differ, 0u) << s.name << ", " << rows << " rows";
+    if (s.n > 30000) continue;  // lm_head: logit rows are all decode rows
+    for (int64_t decode : {1, 7}) {
+      const int64_t rows = decode + kPrefill;
+      const int64_t cap = cuda::gemm_buffer_rows(rows);
+      const std::vector<uint16_t> hx = random_bf16(static_cast<size_t>(rows * s.k), seed += 3);
+      std::vector<float> hy0(static_cast<size_t>(rows * s.n));
+      testing::FastRandom rng(seed + 1);
+      for (float& f : hy0) f = rng.uniform();
+      DeviceBuffer w = testing::upload(random_bf16(static_cast<size_t>(s.n * s.k), seed + 2));
+      DeviceBuffer x(static_cast<size_t>(cap * s.k) * 2), y(static_cast<size_t>(cap * s.n) * 4);
+      // Runs the call on rows [from, from + count) of hx/hy0 placed at row 0, with `small` decode
+      // rows; returns its count rows of y.
+      const auto call = [&](int64_t from, int64_t count, int64_t small) {
+        PACELINE_CUDA_CHECK(cudaMemset(x.as<void>(), 0, x.bytes()));
+        PACELINE_CUDA_CHECK(cudaMemcpy(x.as<void>(), hx.data() + from * s.k,
+                                       static_cast<size_t>(count * s.k) * 2,
+                                       cudaMemcpyHostToDevice));
+        PACELINE_CUDA_CHECK(cudaMemcpy(y.as<void>(), hy0.data() + from * s.n,
+                                       static_cast<size_t>(count * s.n) * 4,
+                                       cudaMemcpyHostToDevice));
+        g.run_f32(x.as<cuda::bf16>(), count, s.k, w.as<cuda::bf16>(), s.n, y.as<float>(), s.beta,
+                  small);
+        PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+        return testing::download<float>(y, static_cast<size_t>(count * s.n));
+      };
+      const std::vector<float> mixed = call(0, rows, decode);
+      const std::vector<float> decode_alone = call(0, decode, decode);
+      const std::vector<float> prefill_alone = call(decode, kPrefill, 0);
+      EXPECT_EQ(std::memcmp(mixed.data(), decode_alone.data(), decode_alone.size() * 4), 0)
+          << s.name << ", " << decode << " decode rows";
+      EXPECT_EQ(std::memcmp(mixed.data() + decode * s.n, prefill_alone.data(),
+                            prefill_alone.size() * 4),
+                0)
+          << s.name << ", " << decode << " decode rows";
     }
   }
 }
@@ -98,8 +155,12 @@ TEST(CudaGemmBench, WholeAgainstChunked) {
     for (const Shape& s : kShapes) {
       if (s.n > 30000 && rows > 8192) continue;  // lm_head runs on the last rows only
       Operands op(s, rows, 7);
-      for (bool whole : {false, true}) {
+      // Chunks of 128 rows and one call by the decode rows' algorithm, one call by the prefill
+      // rows' algorithm.
+      for (int way = 0; way < 3; ++way) {
+        const bool whole = way > 0;
         g.set_single_call(whole);
+        g.set_prefill_plan(way == 2);
         std::vector<float> ms;
         for (int i = 0; i < 4; ++i) {
           PACELINE_CUDA_CHECK(cudaEventRecord(a));
@@ -114,7 +175,11 @@ TEST(CudaGemmBench, WholeAgainstChunked) {
         std::sort(ms.begin(), ms.end());
         const double t = ms[ms.size() / 2];
         std::printf("[ gemm bench ] %s, %lld rows, %s: %.3f ms, %.0f TFLOP/s\n", s.name,
-                    static_cast<long long>(rows), whole ? "one call" : "chunks of 128", t,
+                    static_cast<long long>(rows),
+                    way == 0   ? "chunks of 128"
+                    : way == 1 ? "one call, decode rows' algorithm"
+                               : "one call, prefill rows' algorithm",
+                    t,
                     2.0 * rows * s.k * s.n / t / 1e9);
       }
     }
@@ -166,9 +231,6 @@ TEST(CudaGemmBench, CandidatesAtDecodeAndPrefillRows) {
     const uint64_t wbytes = workspace.bytes();
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wbytes,
                                          sizeof wbytes);
-    cublasLtMatmulHeuristicResult_t results[16]{};
-    int found = 0;
-    cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, lx128, ly128, ly128, pref, 16, results, &found);
     auto time = [&](const cublasLtMatmulAlgo_t& algo, cublasLtMatrixLayout_t lx,
                     cublasLtMatrixLayout_t ly) {
       const float alpha = 1.0f;
@@ -188,6 +250,14 @@ TEST(CudaGemmBench, CandidatesAtDecodeAndPrefillRows) {
       std::sort(ms.begin(), ms.end());
       return static_cast<double>(ms[ms.size() / 2]);
     };
+    // The heuristic's candidates for 128 rows (the decode rows' algorithm is its first), then
+    // for 8,192 (the prefill rows').
+    for (const int64_t heuristic_rows : {int64_t{128}, kPrefillRows}) {
+    cublasLtMatmulHeuristicResult_t results[16]{};
+    int found = 0;
+    cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, heuristic_rows == 128 ? lx128 : lxp,
+                                   heuristic_rows == 128 ? ly128 : lyp,
+                                   heuristic_rows == 128 ? ly128 : lyp, pref, 16, results, &found);
     for (int c = 0; c < found; ++c) {
       const cublasLtMatmulAlgo_t& algo = results[c].algo;
       auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
@@ -202,11 +272,13 @@ TEST(CudaGemmBench, CandidatesAtDecodeAndPrefillRows) {
                              CUBLAS_STATUS_SUCCESS &&
                          check.workspaceSize <= workspace.bytes();
       const double tp = whole ? time(algo, lxp, lyp) : -1.0;
-      std::printf("[ gemm candidates ] %s #%d algo %u tile %u stages %u split-k %u: 128 rows %.4f ms "
-                  "(%.0f GB/s of weights), 8192 rows %.3f ms (%.0f TFLOP/s)\n",
-                  s.name, c, get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+      std::printf("[ gemm candidates ] %s, heuristic at %lld rows #%d algo %u tile %u stages %u "
+                  "split-k %u: 128 rows %.4f ms (%.0f GB/s of weights), 8192 rows %.3f ms (%.0f "
+                  "TFLOP/s)\n",
+                  s.name, static_cast<long long>(heuristic_rows), c, get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
                   get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM), t128,
                   2.0 * s.k * s.n / t128 / 1e6, tp, tp > 0 ? 2.0 * kPrefillRows * s.k * s.n / tp / 1e9 : 0.0);
+    }
     }
     cublasLtMatmulPreferenceDestroy(pref);
     for (cublasLtMatrixLayout_t l : {lw, lx128, ly128, lxp, lyp}) cublasLtMatrixLayoutDestroy(l);

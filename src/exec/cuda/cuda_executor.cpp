@@ -188,8 +188,10 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   Impl& m = *impl_;
   if (options.block_size < 1) fail("block size {} must be positive", options.block_size);
   m.model.set_small_m_gemm(gemm_small_m_for(options.max_num_seqs));
-  spdlog::info("cuda: decode rows through the {} GEMM (at most {} a step)",
-               m.model.small_m_gemm() ? "small-M" : "cuBLASLt", options.max_num_seqs);
+  spdlog::info("cuda: decode rows through the {} GEMM (at most {} a step), prefill rows through "
+               "cuBLASLt's algorithm for {} rows",
+               m.model.small_m_gemm() ? "small-M" : "cuBLASLt", options.max_num_seqs,
+               m.model.prefill_gemm_plan() ? kPrefillPlanRows : kGemmRows);
   std::vector<int32_t> sizes;
   if (!options.enforce_eager) {
     for (int32_t s : options.cudagraph_sizes) {
@@ -345,7 +347,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   int num_logits = 0;
   m.last_used_graph = m.graphs->prepare(plan);
   if (m.last_used_graph) {
-    HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size, m.model.small_m_gemm());
+    HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
     std::vector<BlockCopy> failed =
         enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
@@ -354,7 +356,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     m.last_acts = &m.graphs->activations();
     num_logits = static_cast<int>(plan.seqs.size());
   } else {
-    HostStep h = host_step_from_plan(plan, m.limits, m.model.small_m_gemm());
+    HostStep h = host_step_from_plan(plan, m.limits);
     num_logits = static_cast<int>(h.logit_rows.size());
     m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
                          std::max(1, num_logits), kDecodeSplits);

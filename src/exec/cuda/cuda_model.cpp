@@ -133,10 +133,10 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
   PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), in.logit_rows(),
                                       weights_.final_norm.as<float>(), hidden, eps, n.logits,
                                       a.final_normed.as<bf16>(), stream_));
-  // Every logit row through the small-M kernel when it is on (a logit row gets the same bits in
-  // any step: it always takes that kernel), else through cuBLASLt.
+  // Every logit row by the decode path (the small-M kernel when it is on, else cuBLASLt's decode
+  // algorithm): a logit row gets the same bits in any step.
   gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(),
-                c.vocab_size, a.logits.as<float>(), 0.0f, gemm_.small_m() ? n.logits : 0);
+                c.vocab_size, a.logits.as<float>(), 0.0f, n.logits);
   PACELINE_CUDA_CHECK(
       launch_argmax(a.logits.as<float>(), c.vocab_size, n.logits, a.sampled.as<int32_t>(), stream_));
 }

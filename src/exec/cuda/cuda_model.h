@@ -71,6 +71,7 @@ class CudaModel {
   // Whether decode rows go through the small-M GEMM (gemm.h); set before any graph capture.
   void set_small_m_gemm(bool on) { gemm_.set_small_m(on); }
   bool small_m_gemm() const { return gemm_.small_m(); }
+  bool prefill_gemm_plan() const { return gemm_.prefill_plan(); }
 
  private:
   LayerCache layer_cache(int64_t layer) const;

@@ -32,7 +32,7 @@ void DecodeGraphs::capture_one(int32_t size) {
   // All rows padding: the capture records addresses, not values. One eager run first, so that
   // cuBLAS has chosen and loaded its kernels for these shapes before the capture.
   StepPlan empty;
-  HostStep padding = host_step_padded(empty, limits_, size, model_.small_m_gemm());
+  HostStep padding = host_step_padded(empty, limits_, size);
   g->inputs.upload_fixed(padding, stream_);
   const StepCounts counts{size, size, size, 0};
   model_.forward(counts, g->inputs, acts_);

@@ -22,6 +22,8 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) 
   PACELINE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   const char* chunked = std::getenv("PACELINE_GEMM_CHUNKED");
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
+  const char* prefill = std::getenv("PACELINE_GEMM_PREFILL_PLAN");
+  prefill_plan_ = prefill == nullptr || std::string(prefill) != "0";
   PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 
@@ -49,8 +51,9 @@ void Gemm::run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64
   run(x, rows, k, w, n, y, CUDA_R_16BF, 0.0f, small_rows);
 }
 
-const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate) {
-  const Key key{k, n, static_cast<int>(y_type), accumulate};
+const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate,
+                             bool prefill) {
+  const Key key{k, n, static_cast<int>(y_type), accumulate, prefill};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   Plan p;
@@ -78,8 +81,11 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   constexpr int kCandidates = 8;
   cublasLtMatmulHeuristicResult_t results[kCandidates]{};
   int found = 0;
+  // Decode rows' algorithm: the heuristic's for kGemmRows rows; prefill rows': for
+  // kPrefillPlanRows.
+  const auto [hx, hy] = prefill ? layouts(p, kPrefillPlanRows) : std::make_pair(p.x, p.y);
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, p.x, p.y, p.y, pref, kCandidates,
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.w, hx, hy, hy, pref, kCandidates,
                                             results, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
@@ -93,8 +99,8 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   return plans_.emplace(key, p).first->second;
 }
 
-std::string Gemm::describe(int64_t k, int64_t n, bool accumulate) {
-  const Plan& p = plan(k, n, CUDA_R_32F, accumulate);
+std::string Gemm::describe(int64_t k, int64_t n, bool accumulate, bool prefill) {
+  const Plan& p = plan(k, n, CUDA_R_32F, accumulate, prefill);
   auto get = [&](cublasLtMatmulAlgoConfigAttributes_t a) {
     uint32_t v = 0;
     size_t written = 0;
@@ -112,28 +118,40 @@ std::string Gemm::describe(int64_t k, int64_t n, bool accumulate) {
 void Gemm::run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
                cudaDataType_t y_type, float beta, int64_t small_rows) {
   const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
-  int64_t first = 0;
-  if (small_m_ && small_rows > 0 && small_m_supported(k)) {
-    first = std::min(small_rows, rows);
-    for (int64_t r = 0; r < first; r += kSmallMLaunchRows) {
+  const int64_t decode = std::clamp<int64_t>(small_rows, 0, rows);
+  const bool small_m = small_m_ && small_m_supported(k);
+  int64_t first = 0;  // the first row of the rows left to the last call below
+  if (decode > 0 && small_m) {
+    for (int64_t r = 0; r < decode; r += kSmallMLaunchRows) {
       PACELINE_CUDA_CHECK(launch_gemm_small_m(
-          x + r * k, static_cast<int>(std::min(kSmallMLaunchRows, first - r)), k, w, n,
+          x + r * k, static_cast<int>(std::min(kSmallMLaunchRows, decode - r)), k, w, n,
           static_cast<char*>(y) + static_cast<size_t>(r * n) * y_size, y_type == CUDA_R_16BF, beta,
           stream_));
     }
+    first = decode;
+  } else if (decode > 0 && decode < rows && prefill_plan_) {
+    // Decode rows by the decode algorithm, before the prefill rows' call: padded to kGemmRows
+    // (faster) unless the padding rows are prefill rows whose outputs it would add to (beta != 0);
+    // with beta 0 the prefill rows' call overwrites what the padding wrote.
+    run_cublas(x, decode, k, w, n, y, y_type, beta, false, beta == 0.0f);
+    first = decode;
   }
+  // The rest: prefill rows by the prefill algorithm; or, without a prefill algorithm, every row
+  // not taken above by the decode one.
   if (first < rows) {
+    const bool prefill = prefill_plan_ && first == decode && decode < rows;
     run_cublas(x + first * k, rows - first, k, w, n,
-               static_cast<char*>(y) + static_cast<size_t>(first * n) * y_size, y_type, beta);
+               static_cast<char*>(y) + static_cast<size_t>(first * n) * y_size, y_type, beta,
+               prefill, true);
   }
 }
 
 void Gemm::run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
-                      cudaDataType_t y_type, float beta) {
+                      cudaDataType_t y_type, float beta, bool prefill, bool pad) {
   const float alpha = 1.0f;
   const size_t y_size = y_type == CUDA_R_32F ? 4 : 2;
-  Plan& p = const_cast<Plan&>(plan(k, n, y_type, beta != 0.0f));
-  const int64_t padded = gemm_padded_rows(rows);
+  Plan& p = const_cast<Plan&>(plan(k, n, y_type, beta != 0.0f, prefill));
+  const int64_t padded = pad ? gemm_padded_rows(rows) : rows;
   // Calls of as many rows as the algorithm takes with our workspace (split-K needs workspace in
   // proportion to the rows), chunks of kGemmRows when asked to.
   const int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;

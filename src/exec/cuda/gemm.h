@@ -17,14 +17,19 @@
 // tests/cuda/cuda_gemm_test.cpp checks the bits on the model's shapes; PACELINE_GEMM_CHUNKED=1
 // brings the chunked calls back.
 //
-// Decode rows skip the 128-row padding: a call's first small_rows rows (the step's rows of
-// sequences with one new token, laid out first by step_inputs) go through the small-M kernel of
-// gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, and only the rest
-// through cuBLASLt. Each path gives a row the same bits for any row count, so a decode row has
-// the same bits in a pure decode step, a mixed step, eagerly and in a graph.
-// The executor chooses it once (gemm_small_m_for): on when no step can decode more than
-// kSmallMAutoRows sequences (--max-num-seqs 32 or less), where it wins at every batch; else every
-// row goes to cuBLASLt in plan order, which wins from 64 rows up.
+// Two paths, chosen per row by its own sequence: a call's first small_rows rows (the step's rows
+// of sequences with one new token, laid out first by step_inputs) are decode rows, the others
+// prefill rows (prefill chunks, speculative verify). Decode rows go through the small-M kernel of
+// gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, or through
+// cuBLASLt with the algorithm chosen at kGemmRows rows; the executor chooses once
+// (gemm_small_m_for): the small-M kernel when no step can decode more than kSmallMAutoRows
+// sequences (--max-num-seqs 32 or less), where it wins at every batch, cuBLASLt from 64 rows up.
+// Prefill rows go through cuBLASLt with an algorithm chosen at kPrefillPlanRows rows: the one
+// chosen at 128 rows (split-K, narrow tiles) is slow at thousands of rows. Each path gives a row
+// the same bits for any row count, and which path a row takes depends only on its own
+// sequence's tokens in the step, so a row has the same bits in a pure step, a mixed step,
+// eagerly and in a graph. PACELINE_GEMM_PREFILL_PLAN=0 sends prefill rows through the decode
+// rows' cuBLASLt algorithm as before.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -50,6 +55,9 @@ inline int64_t gemm_buffer_rows(int64_t rows) {
 // the H200 at every size measured (1, 4, 16, 32 rows: 5-15% a step; at 64 rows it is 2% slower,
 // at 128 rows 27%; docs/performance.md).
 inline constexpr int64_t kSmallMAutoRows = 32;
+// The row count at which the prefill rows' cuBLASLt algorithm is chosen (cuBLASLt's heuristic's
+// first for that shape).
+inline constexpr int64_t kPrefillPlanRows = 8192;
 // Whether the decode rows of an executor whose steps decode at most max_decode_rows sequences
 // take the small-M kernel: PACELINE_GEMM_SMALL_M=1 or 0 decides; unset, yes when
 // max_decode_rows <= kSmallMAutoRows. One choice for the executor's life, so a row gets the same
@@ -63,8 +71,8 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  // The first small_rows of the rows go through the small-M kernel (when enabled and k % 8 == 0;
-  // otherwise every row goes to cuBLASLt).
+  // The first small_rows of the rows are decode rows (the small-M kernel when enabled and
+  // k % 8 == 0, else cuBLASLt's decode algorithm), the others prefill rows.
   void run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, float* y,
                float beta = 0.0f, int64_t small_rows = 0);
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
@@ -72,10 +80,15 @@ class Gemm {
   void set_small_m(bool on) { small_m_ = on; }
   bool small_m() const { return small_m_; }
 
+  // Whether prefill rows take their own algorithm (the default) or the decode rows' one.
+  void set_prefill_plan(bool on) { prefill_plan_ = on; }
+  bool prefill_plan() const { return prefill_plan_; }
+
   // One call over all the rows (the default) or one call per kGemmRows rows.
   void set_single_call(bool on) { single_call_ = on; }
-  // The algorithm used for (k, n) with a float32 output: tile, stages, split-K, as a line of text.
-  std::string describe(int64_t k, int64_t n, bool accumulate);
+  // The algorithm used for (k, n) with a float32 output (decode rows' or prefill rows'): tile,
+  // stages, split-K, as a line of text.
+  std::string describe(int64_t k, int64_t n, bool accumulate, bool prefill = false);
 
  private:
   // The descriptors and the algorithm of one chunk shape.
@@ -89,14 +102,17 @@ class Gemm {
     std::map<int64_t, std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t>> whole;
     int64_t max_rows = 0;  // the most rows one call takes; 0: not yet known
   };
-  using Key = std::tuple<int64_t, int64_t, int, bool>;  // k, n, output type, beta != 0
-  const Plan& plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate);
+  // k, n, output type, beta != 0, prefill rows' algorithm
+  using Key = std::tuple<int64_t, int64_t, int, bool, bool>;
+  const Plan& plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate, bool prefill);
   std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t> layouts(Plan& p, int64_t rows);
   int64_t max_call_rows(Plan& p);
   void run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
            cudaDataType_t y_type, float beta, int64_t small_rows);
+  // rows rows from x through one algorithm; pad: round the rows up to kGemmRows (the operands
+  // hold them; the padding rows' outputs are scratch).
   void run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, void* y,
-                  cudaDataType_t y_type, float beta);
+                  cudaDataType_t y_type, float beta, bool prefill, bool pad);
 
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
@@ -104,6 +120,7 @@ class Gemm {
   std::map<Key, Plan> plans_;
   bool single_call_ = true;
   bool small_m_ = false;
+  bool prefill_plan_ = true;
 };
 
 }  // namespace paceline::cuda

@@ -53,6 +53,10 @@ cudaError_t launch_embedding(const int32_t* tokens, const bf16* table, int64_t h
 // out[r] = weight * x[src] / rms(x[src]), src = gather ? gather[r] : r. x is float32, out bf16.
 cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* weight,
                             int64_t width, float eps, int rows, bf16* out, cudaStream_t stream);
+// The same by a loop over memory (rows of any width): launch_rms_norm gives its bits.
+cudaError_t launch_rms_norm_loop(const float* x, const int32_t* gather, const float* weight,
+                                 int64_t width, float eps, int rows, bf16* out,
+                                 cudaStream_t stream);
 
 // Per row of qkv (float32, [rows][q_size + 2 kv_size]): RMSNorm over each q and k head when
 // q_norm is set (Qwen3), RoPE ("rotate half") at the row's position with inv_freq and cos and sin

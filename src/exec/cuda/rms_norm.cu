@@ -1,24 +1,63 @@
 // RMSNorm of float32 rows into bf16, optionally gathering the rows (the final norm only needs
 // the rows whose logits are wanted). The residual additions are fused into the GEMMs that
 // produce them (beta = 1 into the float32 residual), so this kernel only reads.
+//
+// One block of kThreads per row; thread t takes elements t, t + kThreads, ... With the row in
+// registers (rows up to kThreads * 32 wide) every load of a thread is issued before the first
+// is used, so a row costs one memory latency instead of one per element; the sum runs in the
+// same order as the loop over memory would, so the bits are the loop's. Wider rows take the loop.
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 
 namespace paceline::cuda {
 namespace {
 
-__global__ void rms_norm_kernel(const float* x, const int32_t* gather, const float* weight,
-                                int64_t width, float eps, bf16* out) {
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float inverse_rms(float sum_of_squares, int64_t width, float eps) {
+  return 1.0f / sqrtf(block_sum(sum_of_squares) / static_cast<float>(width) + eps);
+}
+
+// kPer elements a thread, held in registers.
+template <int kPer>
+__global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
+                                          const float* weight, int64_t width, float eps,
+                                          bf16* out) {
   allow_dependent_launch();  // the next GEMM may fetch its weights meanwhile
   const int64_t row = blockIdx.x;
   const int64_t src = gather != nullptr ? gather[row] : row;
   const float* in = x + src * width;
+  float v[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
+    v[j] = i < width ? in[i] : 0.0f;
+  }
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < width; i += blockDim.x) sum += in[i] * in[i];
-  sum = block_sum(sum);
-  const float inv_rms = 1.0f / sqrtf(sum / static_cast<float>(width) + eps);
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    if (threadIdx.x + static_cast<int64_t>(j) * kThreads < width) sum += v[j] * v[j];
+  }
+  const float inv_rms = inverse_rms(sum, width, eps);
   bf16* o = out + row * width;
-  for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
+    if (i < width) o[i] = __float2bfloat16(weight[i] * (v[j] * inv_rms));
+  }
+}
+
+__global__ void rms_norm_loop_kernel(const float* x, const int32_t* gather, const float* weight,
+                                     int64_t width, float eps, bf16* out) {
+  allow_dependent_launch();
+  const int64_t row = blockIdx.x;
+  const int64_t src = gather != nullptr ? gather[row] : row;
+  const float* in = x + src * width;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < width; i += kThreads) sum += in[i] * in[i];
+  const float inv_rms = inverse_rms(sum, width, eps);
+  bf16* o = out + row * width;
+  for (int64_t i = threadIdx.x; i < width; i += kThreads) {
     o[i] = __float2bfloat16(weight[i] * (in[i] * inv_rms));
   }
 }
@@ -27,7 +66,28 @@ __global__ void rms_norm_kernel(const float* x, const int32_t* gather, const flo
 
 cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* weight,
                             int64_t width, float eps, int rows, bf16* out, cudaStream_t stream) {
-  if (rows > 0) rms_norm_kernel<<<rows, 256, 0, stream>>>(x, gather, weight, width, eps, out);
+  if (rows <= 0) return cudaGetLastError();
+  const int64_t per = (width + kThreads - 1) / kThreads;
+  if (per <= 4) {
+    rms_norm_registers_kernel<4><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  } else if (per <= 8) {
+    rms_norm_registers_kernel<8><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  } else if (per <= 16) {
+    rms_norm_registers_kernel<16><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  } else if (per <= 32) {
+    rms_norm_registers_kernel<32><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  } else {
+    rms_norm_loop_kernel<<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rms_norm_loop(const float* x, const int32_t* gather, const float* weight,
+                                 int64_t width, float eps, int rows, bf16* out,
+                                 cudaStream_t stream) {
+  if (rows > 0) {
+    rms_norm_loop_kernel<<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+  }
   return cudaGetLastError();
 }
 

@@ -61,15 +61,15 @@ void add_logit_rows(const ScheduledSeq& s, int first_row, HostStep& h) {
 
 }  // namespace
 
-HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim, bool small_first) {
+HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim) {
   HostStep h;
   std::vector<int> first_rows(plan.seqs.size(), -1);
-  // Pass 0 lays out the one-token sequences (small-M GEMM rows), pass 1 the others.
-  for (int pass = small_first ? 0 : 1; pass < 2; ++pass) {
+  // Pass 0 lays out the one-token sequences (the GEMMs' decode rows), pass 1 the others.
+  for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < plan.seqs.size(); ++i) {
       const ScheduledSeq& s = plan.seqs[i];
       const auto n = static_cast<int>(s.tokens.size());
-      if (small_first && (n == 1) != (pass == 0)) continue;
+      if ((n == 1) != (pass == 0)) continue;
       const int first_row = first_rows[i] = add_sequence(s, lim, h);
       const auto seq = static_cast<int32_t>(h.seq_block_offset.size() - 1);
       if (n <= lim.max_decode_tokens) {
@@ -87,8 +87,7 @@ HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& lim, bool s
   return h;
 }
 
-HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padded,
-                          bool small_m) {
+HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padded) {
   HostStep h;
   for (const ScheduledSeq& s : plan.seqs) add_logit_rows(s, add_sequence(s, lim, h), h);
   while (h.rows() < padded) {
@@ -100,7 +99,7 @@ HostStep host_step_padded(const StepPlan& plan, const StepLimits& lim, int padde
     h.logit_rows.push_back(h.rows() - 1);
   }
   for (int r = 0; r < padded; ++r) h.decode_rows.push_back(r);
-  h.small_gemm_rows = small_m ? padded : 0;
+  h.small_gemm_rows = padded;
   return h;
 }
 

@@ -20,8 +20,9 @@ struct HostStep {
   std::vector<int32_t> logit_rows;   // rows whose logits the plan asks for, in output order
   std::vector<int32_t> decode_rows;  // rows of sequences with few tokens: the decode kernel
   std::vector<int32_t> tiles;        // [tiles][3]: the prefill kernel's work
-  // Rows [0, small_gemm_rows) are those of sequences with one token (decode): the GEMMs' small-M
-  // kernel takes them (gemm.h). host_step_from_plan lays those sequences out first.
+  // Rows [0, small_gemm_rows) are those of sequences with one token (decode): the GEMMs' decode
+  // path takes them (the small-M kernel or cuBLASLt's decode algorithm), the other rows the
+  // prefill algorithm (gemm.h). host_step_from_plan lays those sequences out first.
   int small_gemm_rows = 0;
   int rows() const { return static_cast<int>(tokens.size()); }
   int num_tiles() const { return static_cast<int>(tiles.size() / 3); }
@@ -37,15 +38,13 @@ struct StepLimits {
 
 // Validates the plan (tokens in the vocabulary, block tables covering the positions with ids
 // inside the cache, num_logits in range; errors name the request) and flattens it: the rows of
-// sequences with one token first (in plan order), then the others (in plan order), when the
-// executor's GEMM takes decode rows through the small-M kernel (small_m_first); else all in plan
-// order. logit_rows stay in plan order.
-HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& limits, bool small_m_first);
+// sequences with one token first (in plan order), then the others (in plan order): the GEMMs
+// take the two groups by different paths (gemm.h). logit_rows stay in plan order.
+HostStep host_step_from_plan(const StepPlan& plan, const StepLimits& limits);
 // The plan of a decode batch padded to `padded` rows: padding rows have position -1 (no keys),
 // slot -1 (no K/V write) and give logits that nobody reads. Every row is a decode row, and every
-// row a small-M GEMM row when small_m is on.
-HostStep host_step_padded(const StepPlan& plan, const StepLimits& limits, int padded,
-                          bool small_m);
+// row a decode GEMM row.
+HostStep host_step_padded(const StepPlan& plan, const StepLimits& limits, int padded);
 
 // Device copy of a HostStep. Sections sit at offsets fixed by the capacities, so that a CUDA
 // graph captured on one StepBuffers sees each new step's inputs at the same addresses.
