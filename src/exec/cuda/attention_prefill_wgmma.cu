@@ -70,11 +70,20 @@ struct ChunkSource {
   int kv_head;
   int last_pos;
 
-  __device__ __forceinline__ int64_t element(int key, int c) const {
-    const int block = shift >= 0 ? key >> shift : key / block_size;
+  // The index in the block table of the block holding key.
+  __device__ __forceinline__ int block_of(int key) const {
+    return shift >= 0 ? key >> shift : key / block_size;
+  }
+  // The element `first` of key's head vector, key being in cache block `block` (the block
+  // table's entry for it, read by the caller).
+  __device__ __forceinline__ int64_t element_in(int block, int key, int first) const {
     const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
-    const int64_t slot = static_cast<int64_t>(blocks[block]) * block_size + offset;
-    return slot * kv_size + kv_head * kHeadDim + c * 8;
+    const int64_t slot = static_cast<int64_t>(block) * block_size + offset;
+    return slot * kv_size + kv_head * kHeadDim + first;
+  }
+  // The first element of key's 16-byte bf16 chunk c.
+  __device__ __forceinline__ int64_t element(int key, int c) const {
+    return element_in(blocks[block_of(key)], key, c * 8);
   }
 };
 
@@ -514,17 +523,13 @@ __device__ __forceinline__ void stage_fp8_chunk(uint32_t k8_s, uint32_t v8_s, in
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const int key = c * kKeys + j0 + 16 * (n0 + n);
-      const int b = src.shift >= 0 ? key >> src.shift : key / src.block_size;
-      block[n] = key <= src.last_pos ? src.blocks[b] : 0;
+      block[n] = key <= src.last_pos ? src.blocks[src.block_of(key)] : 0;
     }
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const int j = j0 + 16 * (n0 + n), key = c * kKeys + j;
       if (key <= src.last_pos) {
-        const int offset = src.shift >= 0 ? key & (src.block_size - 1) : key % src.block_size;
-        const int64_t e = (static_cast<int64_t>(block[n]) * src.block_size + offset) *
-                              src.kv_size +
-                          src.kv_head * kHeadDim + piece * 16;
+        const int64_t e = src.element_in(block[n], key, piece * 16);  // 16 e4m3 a piece
         cp_async16(k8_s + j * 128 + piece * 16, cache.k8 + e);
         cp_async16(v8_s + j * 128 + piece * 16, cache.v8 + e);
       }
