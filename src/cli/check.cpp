@@ -36,6 +36,10 @@ void add_check_options(CLI::App& cmd, CheckOptions& o) {
       ->capture_default_str();
   cmd.add_option("--prefill-lengths", o.prefill_lengths, "timed prefill lengths (one sequence)")
       ->capture_default_str();
+  cmd.add_option("--mixed-chunk", o.mixed_chunk,
+                 "also time each decode batch together with a prefill chunk of this many new "
+                 "tokens (a mixed step; 0: not timed)")
+      ->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed repeats of each step (the median is reported)")
       ->capture_default_str();
 }
@@ -174,6 +178,29 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
     Timed ts = time_plan(ex, decode, 3, o.repeats);
     std::printf("| decode batch %d, sampled (T 1, top-p 0.95) | %.3f | %.3f | %.3f | %.0f%% |\n",
                 batch, ts.gpu_ms, ts.wall_ms, floor_ms, 100.0 * floor_ms / ts.gpu_ms);
+    if (o.mixed_chunk > 0) {
+      // The greedy decode rows and a new sequence's first mixed_chunk tokens in one eager step.
+      StepPlan mixed;
+      mixed.kind = ForwardKind::kMixed;
+      for (ScheduledSeq s : decode.seqs) {
+        s.sampling = SamplingParams{};
+        s.sampling.temperature = 0.0;
+        mixed.seqs.push_back(s);
+      }
+      tables.push_back(table_for(o.mixed_chunk));
+      ScheduledSeq p;
+      p.request_id = static_cast<uint64_t>(batch);
+      p.tokens.resize(static_cast<size_t>(o.mixed_chunk));
+      for (size_t t = 0; t < p.tokens.size(); ++t) {
+        p.tokens[t] = static_cast<int32_t>((t * 7919 + 29) % static_cast<size_t>(c.vocab_size));
+      }
+      p.block_table = tables.back();
+      p.sampling.temperature = 0.0;
+      mixed.seqs.push_back(p);
+      Timed tm = time_plan(ex, mixed, 2, std::min(o.repeats, 10));
+      std::printf("| decode batch %d + prefill chunk of %lld tokens, eager | %.3f | %.3f | — | — |\n",
+                  batch, static_cast<long long>(o.mixed_chunk), tm.gpu_ms, tm.wall_ms);
+    }
   }
   for (int n : parse_ints(o.prefill_lengths, "--prefill-lengths")) {
     next_block = 0;
@@ -219,6 +246,7 @@ int run_check(const CheckOptions& o) {
   if (o.model.device != "cuda") fail("paceline check runs on the GPU: pass --device cuda");
   ModelConfig config = model_config_load(o.model.model);
   if (o.timing) check_decode_context(o.decode_context, config);
+  if (o.mixed_chunk < 0) fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
   // The model flags' options, as serve and generate take them (--prefill-attention-dtype
   // included: this command built its own and left it out).
   CudaExecutorOptions co = cuda_executor_options(o.model);

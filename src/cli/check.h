@@ -21,6 +21,9 @@ struct CheckOptions {
   std::string decode_batches = "1,16,64";
   int64_t decode_context = 1024;
   std::string prefill_lengths = "1024,8192,32768";
+  // Also time each decode batch with a prefill chunk of this many tokens in the same step (a
+  // mixed step, as chunked prefill makes them in serving); 0: not timed.
+  int64_t mixed_chunk = 0;
   int repeats = 30;
 };
 

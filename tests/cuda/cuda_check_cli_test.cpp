@@ -64,6 +64,19 @@ TEST(CheckCli, DecodeContextPastTheModelWindowIsRefused) {
   EXPECT_NE(zero.out.find("--decode-context must be at least 1"), std::string::npos) << zero.out;
 }
 
+// --mixed-chunk takes 0 (off) or a number of tokens; a negative one is refused before anything
+// loads, naming the flag.
+TEST(CheckCli, NegativeMixedChunkIsRefused) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  Result r = run_binary(timing_args("qwen3-8b.json", 1024) + " --mixed-chunk -1");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--mixed-chunk must be 0 (off) or a number of tokens, got -1"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
   if (!std::filesystem::exists(PACELINE_BINARY)) {
     GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
