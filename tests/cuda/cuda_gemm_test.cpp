@@ -66,8 +66,7 @@ struct Operands {
 };
 
 // Both algorithms: the prefill rows' (the default for a call without decode rows) and the
-// decode rows' (set_prefill_plan(false) sends every row to it); and prefill rows' calls cut
-// shorter than the workspace allows (set_prefill_call_rows).
+// decode rows' (set_prefill_plan(false) sends every row to it).
 TEST(CudaGemm, OneCallOverManyRowsGivesTheChunkedBits) {
   PACELINE_REQUIRE_GPU();
   cuda::Gemm g(nullptr);
@@ -84,18 +83,10 @@ TEST(CudaGemm, OneCallOverManyRowsGivesTheChunkedBits) {
         g.set_single_call(false);
         const std::vector<float> chunked = op.run(g, s, rows);
         g.set_single_call(true);
-        g.set_prefill_call_rows(0);
         const std::vector<float> whole = op.run(g, s, rows);
         size_t differ = 0;
         for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != chunked[i] ? 1 : 0;
         EXPECT_EQ(differ, 0u) << s.name << ", " << rows << " rows";
-        // Prefill rows' calls cut at 384 rows.
-        g.set_prefill_call_rows(384);
-        const std::vector<float> cut = op.run(g, s, rows);
-        g.set_prefill_call_rows(cuda::kPrefillCallRows);
-        differ = 0;
-        for (size_t i = 0; i < whole.size(); ++i) differ += whole[i] != cut[i] ? 1 : 0;
-        EXPECT_EQ(differ, 0u) << s.name << ", " << rows << " rows in calls of 384";
       }
     }
   }

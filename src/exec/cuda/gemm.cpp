@@ -24,9 +24,6 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) 
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
   const char* prefill = std::getenv("PACELINE_GEMM_PREFILL_PLAN");
   prefill_plan_ = prefill == nullptr || std::string(prefill) != "0";
-  if (const char* call_rows = std::getenv("PACELINE_GEMM_PREFILL_CALL_ROWS")) {
-    prefill_call_rows_ = std::max<int64_t>(0, std::atoll(call_rows));
-  }
   PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 
@@ -63,7 +60,6 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   p.k = k;
   p.n = n;
   p.y_type = y_type;
-  p.prefill = prefill;
   // Column-major view: y^T [n, chunk] = w^T . x^T, w stored as [k, n] (ld k), x^T as [k, chunk].
   PACELINE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
@@ -157,12 +153,8 @@ void Gemm::run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int
   Plan& p = const_cast<Plan&>(plan(k, n, y_type, beta != 0.0f, prefill));
   const int64_t padded = pad ? gemm_padded_rows(rows) : rows;
   // Calls of as many rows as the algorithm takes with our workspace (split-K needs workspace in
-  // proportion to the rows), chunks of kGemmRows when asked to; prefill rows' calls of at most
-  // prefill_call_rows_ (gemm.h).
-  int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;
-  if (p.prefill && prefill_call_rows_ > 0) {
-    most = std::min(most, std::max(kGemmRows, prefill_call_rows_ / kGemmRows * kGemmRows));
-  }
+  // proportion to the rows), chunks of kGemmRows when asked to.
+  const int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;
   for (int64_t first = 0; first < padded; first += most) {
     const int64_t piece = std::min(most, padded - first);
     const auto [lx, ly] = piece == kGemmRows ? std::make_pair(p.x, p.y) : layouts(p, piece);

@@ -58,12 +58,6 @@ inline constexpr int64_t kSmallMAutoRows = 32;
 // The row count at which the prefill rows' cuBLASLt algorithm is chosen (cuBLASLt's heuristic's
 // first for that shape).
 inline constexpr int64_t kPrefillPlanRows = 8192;
-// The most prefill rows one call takes by default (0: as many as the workspace allows). On the
-// H200 gate_up and down_proj ran at 796 and 812 TFLOP/s in calls of 8,192 rows against 679 and
-// 722 in one call of 32,768 (docs/performance.md, "Session 15"), so calls of 8,192
-// (PACELINE_GEMM_PREFILL_CALL_ROWS=8192) should be faster at 32k; not yet measured on a whole
-// step, so not yet the default. The algorithm is fixed, so a cut leaves every row's bits alone.
-inline constexpr int64_t kPrefillCallRows = 0;
 // Whether the decode rows of an executor whose steps decode at most max_decode_rows sequences
 // take the small-M kernel: PACELINE_GEMM_SMALL_M=1 or 0 decides; unset, yes when
 // max_decode_rows <= kSmallMAutoRows. One choice for the executor's life, so a row gets the same
@@ -92,9 +86,6 @@ class Gemm {
 
   // One call over all the rows (the default) or one call per kGemmRows rows.
   void set_single_call(bool on) { single_call_ = on; }
-  // The most prefill rows one call takes (0: as many as the workspace allows; rounded down to a
-  // multiple of kGemmRows). PACELINE_GEMM_PREFILL_CALL_ROWS sets it; kPrefillCallRows by default.
-  void set_prefill_call_rows(int64_t rows) { prefill_call_rows_ = rows; }
   // The algorithm used for (k, n) with a float32 output (decode rows' or prefill rows'): tile,
   // stages, split-K, as a line of text.
   std::string describe(int64_t k, int64_t n, bool accumulate, bool prefill = false);
@@ -110,7 +101,6 @@ class Gemm {
     // Layouts of x and y for calls of that many rows (a multiple of kGemmRows), made on first use.
     std::map<int64_t, std::pair<cublasLtMatrixLayout_t, cublasLtMatrixLayout_t>> whole;
     int64_t max_rows = 0;  // the most rows one call takes; 0: not yet known
-    bool prefill = false;  // the prefill rows' algorithm
   };
   // k, n, output type, beta != 0, prefill rows' algorithm
   using Key = std::tuple<int64_t, int64_t, int, bool, bool>;
@@ -131,7 +121,6 @@ class Gemm {
   bool single_call_ = true;
   bool small_m_ = false;
   bool prefill_plan_ = true;
-  int64_t prefill_call_rows_ = kPrefillCallRows;
 };
 
 }  // namespace paceline::cuda
