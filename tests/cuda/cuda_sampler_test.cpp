@@ -2,12 +2,13 @@
 // logits, seed and position, for every combination of temperature, top-k and top-p, on flat,
 // peaked and heavily tied rows of a Qwen3-sized vocabulary; and the CUDA executor's sampled
 // tokens are those of sample_token on its own logits. With PACELINE_SAMPLE_BENCH=1 the kernel is
-// timed at 1, 16 and 64 rows.
+// timed at 1, 16 and 64 rows: the default cluster size, the fewest waves' choice, and 8, 4 and 2.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -55,8 +56,7 @@ TEST(CudaSampler, DrawsWhatTheHostSamplerDraws) {
       }
     }
   }
-  const std::vector<int32_t> got = testing::sample_on_gpu(logits, kVocab, rows);
-  testing::expect_same_draws(got, expected, rows);
+  testing::expect_host_draws_at_every_cluster_size(logits, kVocab, rows, expected);
 }
 
 TEST(CudaSampler, DrawsWhatTheHostDrawsFromCrowdedBuckets) {
@@ -93,8 +93,32 @@ TEST(CudaSampler, DrawsWhatTheHostDrawsFromCrowdedBuckets) {
       }
     }
   }
-  const std::vector<int32_t> got = testing::sample_on_gpu(logits, kVocab, rows);
-  testing::expect_same_draws(got, expected, rows);
+  testing::expect_host_draws_at_every_cluster_size(logits, kVocab, rows, expected);
+}
+
+// The fewest waves' choice of cluster size (PACELINE_SAMPLE_CLUSTER=auto): the fewest waves of
+// clusters on this device, and of those the most blocks a row (the tokens are the same at every
+// size: the tests above).
+TEST(CudaSampler, ClusterSizeTakesTheFewestWavesThenTheMostBlocks) {
+  PACELINE_REQUIRE_GPU();
+  auto waves = [](int rows, int c) {
+    const int room = cuda::sample_cluster_room(c);
+    return room < 1 ? 1 << 30 : (rows + room - 1) / room;
+  };
+  std::printf("[ sample clusters ] room for clusters of 8 / 4 / 2: %d / %d / %d\n",
+              cuda::sample_cluster_room(8), cuda::sample_cluster_room(4), cuda::sample_cluster_room(2));
+  for (int rows : {1, 16, 32, 64, 128, 256}) {
+    const int c = cuda::sample_cluster_fewest_waves(rows);
+    ASSERT_TRUE(c == 2 || c == 4 || c == 8) << rows << " rows: " << c;
+    for (int other : {8, 4, 2}) {
+      EXPECT_LE(waves(rows, c), waves(rows, other)) << rows << " rows: " << c << " against " << other;
+      if (other > c) {
+        EXPECT_LT(waves(rows, c), waves(rows, other)) << rows << " rows: " << other << " was as good";
+      }
+    }
+    std::printf("[ sample clusters ] %d rows: clusters of %d\n", rows, c);
+  }
+  EXPECT_EQ(cuda::sample_cluster_fewest_waves(1), 8);
 }
 
 TEST(CudaSampler, ExecutorSamplesAsTheHostSamplerOnItsLogits) {
@@ -196,12 +220,15 @@ TEST(CudaSampler, Bench) {
     cudaEvent_t a, b;
     PACELINE_CUDA_CHECK(cudaEventCreate(&a));
     PACELINE_CUDA_CHECK(cudaEventCreate(&b));
-    for (int n : {1, 16, 64}) {
+    for (int n : {1, 16, 64})
+    for (int choice : {0, -1, 8, 4, 2}) {
+      // 0: the launch's default, -1: the fewest waves' choice, else that size.
+      const int cluster = choice < 0 ? cuda::sample_cluster_fewest_waves(n) : choice;
       std::vector<float> ms;
       for (int i = 0; i < 12; ++i) {
         PACELINE_CUDA_CHECK(cudaEventRecord(a));
         PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(), n,
-                                                d_out.as<int32_t>(), nullptr));
+                                                d_out.as<int32_t>(), nullptr, cluster));
         PACELINE_CUDA_CHECK(cudaEventRecord(b));
         PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
         float m = 0;
@@ -209,8 +236,11 @@ TEST(CudaSampler, Bench) {
         if (i > 1) ms.push_back(m);
       }
       std::sort(ms.begin(), ms.end());
-      std::printf("[ sample bench ] %s, %d rows of %lld: %.3f ms (median of %zu)\n", c.name, n,
-                  static_cast<long long>(kVocab), ms[ms.size() / 2], ms.size());
+      std::printf("[ sample bench ] %s, %d rows of %lld, clusters of %d%s: %.3f ms (median of %zu)\n",
+                  c.name, n, static_cast<long long>(kVocab),
+                  cluster != 0 ? cluster : cuda::sample_cluster_size(n),
+                  choice == 0 ? " (default)" : choice < 0 ? " (fewest waves)" : "",
+                  ms[ms.size() / 2], ms.size());
     }
     PACELINE_CUDA_CHECK(cudaEventDestroy(a));
     PACELINE_CUDA_CHECK(cudaEventDestroy(b));

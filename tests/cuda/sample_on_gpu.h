@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,9 +19,10 @@
 namespace paceline::testing {
 
 // The tokens launch_sample draws for `rows` of `logits` ([rows][vocab] on the host), 64 rows per
-// launch.
+// launch, each row on a cluster of `cluster` blocks (0: the launch's own choice).
 inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int64_t vocab,
-                                          const std::vector<cuda::SampleRow>& rows) {
+                                          const std::vector<cuda::SampleRow>& rows,
+                                          int cluster = 0) {
   using cuda::DeviceBuffer;
   using cuda::SampleRow;
   DeviceBuffer d_logits(logits.size() * sizeof(float));
@@ -36,7 +38,7 @@ inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int6
                                    n * sizeof(SampleRow), cudaMemcpyHostToDevice));
     PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), vocab, d_rows.as<SampleRow>(),
                                             static_cast<int>(n),
-                                            d_out.as<int32_t>(), nullptr));
+                                            d_out.as<int32_t>(), nullptr, cluster));
     std::vector<int32_t> out(n);
     PACELINE_CUDA_CHECK(
         cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t), cudaMemcpyDeviceToHost));
@@ -77,6 +79,18 @@ inline void expect_same_draws(const std::vector<int32_t>& got, const std::vector
     }
   }
   EXPECT_EQ(mismatches, 0) << "of " << got.size() << " draws";
+}
+
+// The draws of `rows` on clusters of 8, 4 and 2 blocks a row (slices of a different size, the same
+// sums) each equal the host's.
+inline void expect_host_draws_at_every_cluster_size(const std::vector<float>& logits,
+                                                    int64_t vocab,
+                                                    const std::vector<cuda::SampleRow>& rows,
+                                                    const std::vector<int32_t>& expected) {
+  for (int cluster : {8, 4, 2}) {
+    SCOPED_TRACE("clusters of " + std::to_string(cluster));
+    expect_same_draws(sample_on_gpu(logits, vocab, rows, cluster), expected, rows);
+  }
 }
 
 // 64 KV blocks of 16 tokens and `max_num_batched_tokens`: room for a few short sequences.

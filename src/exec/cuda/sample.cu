@@ -5,9 +5,10 @@
 // the first candidate whose cumulative weight passes u * mass, u = sample_uniform(seed, position)
 // computed by the caller.
 //
-// One cluster of kCluster blocks per sampled row (Hopper thread-block clusters): each block owns a
-// contiguous slice of the row, and the blocks agree on every decision through distributed shared
-// memory. Every "first candidate whose cumulative count or weight reaches a target" is found
+// One cluster of C blocks per sampled row (Hopper thread-block clusters; C = 8, 4 or 2: 8 by
+// default, PACELINE_SAMPLE_CLUSTER=auto chooses per launch so that the rows' clusters fit the
+// device at once; the draws do not depend on C, see below): each block owns a contiguous slice of the row, and the blocks agree on every decision
+// through distributed shared memory. Every "first candidate whose cumulative count or weight reaches a target" is found
 // without sorting the row: one pass builds a histogram of count and weight over kBuckets buckets
 // of equal width in (max - l) / T (monotone in the logit, so bucket order is the sampler's order,
 // and on a flat row the candidates spread over many buckets), summed over the cluster once per
@@ -19,11 +20,14 @@
 //
 // The weights are summed in 64-bit fixed point (each exp((l - max) / T) <= 1 rounded to a
 // multiple of 2^-shift, shift chosen so that a whole row cannot overflow): integer additions are
-// exact and associative, so every sum is the same whatever order the threads add in (the same
-// token on every run), and shared-memory 64-bit integer atomics are native where double ones
+// exact and associative, so every sum is the same whatever order the threads add in or however
+// the row is cut into slices (the same token on every run and at every cluster size), and shared-memory 64-bit integer atomics are native where double ones
 // are compare-and-swap loops that serialize on the few busy bins of a flat row.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include <cooperative_groups.h>
 
@@ -36,17 +40,19 @@ namespace cg = cooperative_groups;
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
-constexpr int kCluster = 8;        // blocks per row (the portable cluster size)
+constexpr int kMaxCluster = 8;     // blocks per row at most (the portable cluster size)
+constexpr int kMinCluster = 2;     // and at least
 constexpr int kBuckets = 2048;     // buckets of (max - l) / T, in the sampler's order
 constexpr float kRange = 32.0f;    // they span at most this much; beyond, the last bucket (weights
                                    // below e^-32, under the fixed point's resolution)
 constexpr int kBinsPerThread = kBuckets / kThreads;
-constexpr int kSegment = kBuckets / kCluster;  // the buckets each block sums over the cluster
+template <int C>
+constexpr int kSegment = kBuckets / C;  // the buckets each block sums over a cluster of C
 constexpr int kListEntries = 1024;  // a bucket with more candidates is resolved by radix passes
 constexpr unsigned kFull = 0xffffffffu;
 using u64 = unsigned long long;
 
-static_assert(kBuckets % kThreads == 0 && kSegment <= kThreads && kListEntries <= 2 * kThreads);
+static_assert(kBuckets % kThreads == 0 && kListEntries <= 2 * kThreads);
 
 // A candidate's place in the sampler's order: larger key first, then lower index.
 struct Pos {
@@ -99,15 +105,15 @@ struct Entry {
 struct Shared {
   u64 hist_w[kBuckets];  // this block's histogram of weight and count by bucket; its first 512
   unsigned hist_c[kBuckets];  // bins serve again as the radix passes' two alternating histograms
-  u64 seg_w[kSegment];        // this block's segment of the buckets, summed over the cluster
-  unsigned seg_c[kSegment];
+  u64 seg_w[kSegment<kMinCluster>];  // this block's segment of the buckets, summed over the cluster
+  unsigned seg_c[kSegment<kMinCluster>];
   u64 cum_w[kBuckets + 1];    // the cluster's weight and count of the buckets before each one
   unsigned cum_c[kBuckets + 1];
   Entry local[kListEntries];  // this block's candidates of one bucket
   Entry list[kListEntries];   // the bucket's candidates over the cluster, in the sampler's order
   u64 list_cw[kListEntries];  // the weight of the list's entries before each one
   Pub pub[2];                 // two, alternating: one may still be read while the next is written
-  Pub all[kCluster];          // the last exchange: every block's Pub, in rank order
+  Pub all[kMaxCluster];       // the last exchange: every block's Pub, in rank order
   u64 scan_a[kWarps];
   u64 scan_b[kWarps];
   u64 total_a;
@@ -127,8 +133,9 @@ struct Shared {
   int tie_last;
 };
 
-// The cluster a row runs on, and the parity of its alternating buffers (the same in every block:
-// every block makes the same exchanges in the same order).
+// The cluster of C blocks a row runs on, and the parity of its alternating buffers (the same in
+// every block: every block makes the same exchanges in the same order).
+template <int C>
 struct Row {
   Shared& s;
   cg::cluster_group cluster;
@@ -139,12 +146,13 @@ struct Row {
 // Every block shows `mine` (thread 0's), and afterwards s.all holds all of them, in rank order.
 // A buffer is written again two exchanges later, by when every reader has passed a cluster
 // barrier after reading it.
-__device__ void exchange(Row& r, const Pub& mine) {
+template <int C>
+__device__ void exchange(Row<C>& r, const Pub& mine) {
   Shared& s = r.s;
   const int k = r.exchanges++ & 1;
   if (threadIdx.x == 0) s.pub[k] = mine;
   r.cluster.sync();
-  if (threadIdx.x < kCluster) s.all[threadIdx.x] = *r.cluster.map_shared_rank(&s.pub[k], threadIdx.x);
+  if (threadIdx.x < C) s.all[threadIdx.x] = *r.cluster.map_shared_rank(&s.pub[k], threadIdx.x);
   __syncthreads();
 }
 
@@ -228,7 +236,8 @@ __device__ void exclusive_scan2(Shared& s, u64 a, u64 b, u64* ea, u64* eb, u64* 
 }
 
 // The last of the positions the threads pass, in the sampler's order, over the whole row.
-__device__ Pos row_last(Row& r, Pos mine) {
+template <int C>
+__device__ Pos row_last(Row<C>& r, Pos mine) {
   Shared& s = r.s;
   for (int o = 16; o > 0; o >>= 1) {
     const Pos q{__shfl_xor_sync(kFull, mine.key, o), __shfl_xor_sync(kFull, mine.idx, o)};
@@ -242,7 +251,7 @@ __device__ Pos row_last(Row& r, Pos mine) {
   }
   exchange(r, Pub{0, 0, block.key, block.idx, 0.0f, 0.0f});
   Pos last{0xffffffffu, -1};
-  for (int i = 0; i < kCluster; ++i) {
+  for (int i = 0; i < C; ++i) {
     const Pos q{s.all[i].key, s.all[i].idx};
     if (later(q, last)) last = q;
   }
@@ -293,25 +302,27 @@ struct Found {
 
 // The exclusive prefix of the cluster's bucket histogram, in every block: each block first sums
 // its segment of the buckets over the cluster, then every block reads the segments.
-__device__ void merge_buckets(Row& r) {
+template <int C>
+__device__ void merge_buckets(Row<C>& r) {
   Shared& s = r.s;
   const int tid = static_cast<int>(threadIdx.x);
   r.cluster.sync();
-  if (tid < kSegment) {
-    const int b = static_cast<int>(r.cluster.block_rank()) * kSegment + tid;
+  for (int t = tid; t < kSegment<C>; t += kThreads) {
+    const int b = static_cast<int>(r.cluster.block_rank()) * kSegment<C> + t;
     u64 w = 0;
     unsigned c = 0;
-    for (int q = 0; q < kCluster; ++q) {
+    for (int q = 0; q < C; ++q) {
       w += *r.cluster.map_shared_rank(&s.hist_w[b], q);
       c += *r.cluster.map_shared_rank(&s.hist_c[b], q);
     }
-    s.seg_w[tid] = w;
-    s.seg_c[tid] = c;
+    s.seg_w[t] = w;
+    s.seg_c[t] = c;
   }
   r.cluster.sync();
-  // Thread t holds kBinsPerThread consecutive buckets, all in one segment.
+  // Thread t holds kBinsPerThread consecutive buckets, all in one segment (kBinsPerThread
+  // divides every segment).
   const int first = tid * kBinsPerThread;
-  const int owner = first / kSegment, at = first % kSegment;
+  const int owner = first / kSegment<C>, at = first % kSegment<C>;
   const u64* seg_w = r.cluster.map_shared_rank(s.seg_w, owner);
   const unsigned* seg_c = r.cluster.map_shared_rank(s.seg_c, owner);
   u64 w[kBinsPerThread];
@@ -370,7 +381,8 @@ __device__ __forceinline__ bool entry_before(const Entry& a, const Entry& b) {
 // Gathers the candidates of bucket b (those min_p keeps) from the whole row into s.list, in the
 // sampler's order, with the weight before each; false (and nothing held) when there are more
 // than kListEntries.
-__device__ bool build_list(Row& r, const Slice& x, int b) {
+template <int C>
+__device__ bool build_list(Row<C>& r, const Slice& x, int b) {
   Shared& s = r.s;
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) s.local_n = 0;
@@ -386,7 +398,7 @@ __device__ bool build_list(Row& r, const Slice& x, int b) {
   __syncthreads();
   exchange(r, Pub{static_cast<u64>(s.local_n), 0, 0, 0, 0.0f, 0.0f});
   u64 total = 0;
-  for (int q = 0; q < kCluster; ++q) total += s.all[q].a;
+  for (int q = 0; q < C; ++q) total += s.all[q].a;
   if (total > static_cast<u64>(kListEntries)) {
     if (tid == 0) s.list_bucket = -1;
     __syncthreads();
@@ -440,7 +452,8 @@ __device__ bool build_list(Row& r, const Slice& x, int b) {
 // Radix passes over the slice's candidates of bucket b at or before `limit` (the fallback for a
 // bucket too full to sort): four passes of 8 bits over the order keys, each a histogram summed
 // over the cluster, then a scan of the tied candidates in index order.
-__device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 before_w,
+template <int C>
+__device__ Found radix_select(Row<C>& r, const Slice& x, int b, Pos limit, u64 before_w,
                               u64 before_c, Reach reach, u64 target) {
   Shared& s = r.s;
   const int tid = static_cast<int>(threadIdx.x);
@@ -474,7 +487,7 @@ __device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 befo
     // Thread t holds digit 255 - t summed over the cluster, so thread order is the sampler's.
     u64 bw = 0, bc = 0;
     if (tid < 256) {
-      for (int q = 0; q < kCluster; ++q) {
+      for (int q = 0; q < C; ++q) {
         bw += *r.cluster.map_shared_rank(&hist_w[255 - tid], q);
         bc += *r.cluster.map_shared_rank(&hist_c[255 - tid], q);
       }
@@ -530,7 +543,7 @@ __device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 befo
   const unsigned rank = r.cluster.block_rank();
   u64 ahead_w = before_w, ahead_c = before_c, tied_w = 0, tied_c = 0;
   int tie_last = -1;
-  for (int q = 0; q < kCluster; ++q) {
+  for (int q = 0; q < C; ++q) {
     if (static_cast<unsigned>(q) < rank) {
       ahead_w += s.all[q].a;
       ahead_c += s.all[q].b;
@@ -559,7 +572,7 @@ __device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 befo
   }
   __syncthreads();
   exchange(r, Pub{s.claim_w, s.claim_c, 0, s.claim_idx, 0.0f, 0.0f});
-  for (int q = 0; q < kCluster; ++q) {
+  for (int q = 0; q < C; ++q) {
     if (s.all[q].idx != INT32_MAX) {
       return {true, Bound{Pos{prefix, s.all[q].idx}, b, s.all[q].a, s.all[q].b}};
     }
@@ -571,7 +584,8 @@ __device__ Found radix_select(Row& r, const Slice& x, int b, Pos limit, u64 befo
 // The first candidate at or before `bound`, in the sampler's order, whose cumulative count or
 // weight reaches `target`; found = false when none does (rounding at the very end). The bucket
 // histogram finds its bucket; the bucket's candidates, gathered and sorted, find it.
-__device__ Found select(Row& r, const Slice& x, const Bound& bound, Reach reach, u64 target) {
+template <int C>
+__device__ Found select(Row<C>& r, const Slice& x, const Bound& bound, Reach reach, u64 target) {
   Shared& s = r.s;
   const int tid = static_cast<int>(threadIdx.x);
   u64 before_w = 0, before_c = 0;
@@ -601,14 +615,15 @@ __device__ Found select(Row& r, const Slice& x, const Bound& bound, Reach reach,
                       before_c + static_cast<u64>(j) + 1}};
 }
 
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2)
+template <int C>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(kThreads, 2)
     sample_kernel(const float* logits, int64_t vocab64, const SampleRow* rows, double scale,
                   int slice, int32_t* out) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   Shared& s = *reinterpret_cast<Shared*>(shared_bytes);
-  Row r{s, cg::this_cluster(), 0, 0};
+  Row<C> r{s, cg::this_cluster(), 0, 0};
   const int tid = static_cast<int>(threadIdx.x);
-  const int row = static_cast<int>(blockIdx.x) / kCluster;
+  const int row = static_cast<int>(blockIdx.x) / C;
   const int rank = static_cast<int>(r.cluster.block_rank());
   const SampleRow p = rows[row];
   const int vocab = static_cast<int>(vocab64);
@@ -642,7 +657,7 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2)
   }
   const Pos last = row_last(r, mine);
   exchange(r, Pub{0, 0, 0, 0, mx, mn});
-  for (int i = 0; i < kCluster; ++i) {
+  for (int i = 0; i < C; ++i) {
     mx = fmaxf(mx, s.all[i].f);
     mn = fminf(mn, s.all[i].g);
   }
@@ -709,21 +724,106 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kThreads, 2)
 
 }  // namespace
 
+namespace {
+
+template <int C>
+cudaError_t configure() {
+  static const cudaError_t status = cudaFuncSetAttribute(
+      sample_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sizeof(Shared)));
+  return status;
+}
+
+// The clusters of C blocks the device holds at once (queried once; 0 when it cannot say).
+template <int C>
+int cluster_room() {
+  static const int room = [] {
+    if (configure<C>() != cudaSuccess) return 0;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(C, 1, 1);
+    config.blockDim = dim3(kThreads, 1, 1);
+    config.dynamicSmemBytes = sizeof(Shared);
+    int n = 0;  // the kernel's own __cluster_dims__ gives the cluster
+    if (cudaOccupancyMaxActiveClusters(&n, sample_kernel<C>, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return room;
+}
+
+// PACELINE_SAMPLE_CLUSTER=2, 4 or 8 fixes the cluster size, =auto takes the fewest waves'
+// choice (-1); unset or anything else: 0.
+int cluster_from_environment() {
+  static const int c = [] {
+    const char* v = std::getenv("PACELINE_SAMPLE_CLUSTER");
+    if (v == nullptr) return 0;
+    if (std::string(v) == "auto") return -1;
+    const int n = std::atoi(v);
+    return n == 2 || n == 4 || n == 8 ? n : 0;
+  }();
+  return c;
+}
+
+template <int C>
+cudaError_t launch(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
+                   double scale, int32_t* out, cudaStream_t stream) {
+  const cudaError_t attribute = configure<C>();
+  if (attribute != cudaSuccess) return attribute;
+  const int slice = static_cast<int>((vocab + C - 1) / C);
+  sample_kernel<C><<<num_rows * C, kThreads, sizeof(Shared), stream>>>(logits, vocab, rows, scale,
+                                                                        slice, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int sample_cluster_room(int cluster) {
+  switch (cluster) {
+    case 2: return cluster_room<2>();
+    case 4: return cluster_room<4>();
+    case 8: return cluster_room<8>();
+    default: return 0;
+  }
+}
+
+int sample_cluster_fewest_waves(int num_rows) {
+  // The fewest waves of clusters, then the most blocks a row.
+  int best = kMaxCluster;
+  int64_t best_waves = -1;
+  for (const int c : {8, 4, 2}) {
+    const int room = sample_cluster_room(c);
+    if (room < 1) continue;
+    const int64_t waves = (std::max(num_rows, 1) + room - 1) / room;
+    if (best_waves < 0 || waves < best_waves) {
+      best = c;
+      best_waves = waves;
+    }
+  }
+  return best;
+}
+
+int sample_cluster_size(int num_rows) {
+  const int c = cluster_from_environment();
+  if (c > 0) return c;
+  if (c < 0) return sample_cluster_fewest_waves(num_rows);
+  return kMaxCluster;  // until the fewest waves' choice is measured on a GPU
+}
+
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
-                          int32_t* out, cudaStream_t stream) {
+                          int32_t* out, cudaStream_t stream, int cluster) {
   if (vocab < 1 || vocab > (int64_t{1} << 30)) return cudaErrorInvalidValue;
+  if (cluster != 0 && cluster != 2 && cluster != 4 && cluster != 8) return cudaErrorInvalidValue;
   // Weights <= 1 in units of 2^-shift, with a whole row's sum below 2^63.
   int bits = 0;
   while ((int64_t{1} << bits) < vocab) ++bits;
   const double scale = std::ldexp(1.0, 62 - bits);
   if (num_rows <= 0) return cudaGetLastError();
-  static const cudaError_t attribute = cudaFuncSetAttribute(
-      sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sizeof(Shared)));
-  if (attribute != cudaSuccess) return attribute;
-  const int slice = static_cast<int>((vocab + kCluster - 1) / kCluster);
-  sample_kernel<<<num_rows * kCluster, kThreads, sizeof(Shared), stream>>>(logits, vocab, rows,
-                                                                           scale, slice, out);
-  return cudaGetLastError();
+  switch (cluster != 0 ? cluster : sample_cluster_size(num_rows)) {
+    case 2: return launch<2>(logits, vocab, rows, num_rows, scale, out, stream);
+    case 4: return launch<4>(logits, vocab, rows, num_rows, scale, out, stream);
+    default: return launch<8>(logits, vocab, rows, num_rows, scale, out, stream);
+  }
 }
 
 }  // namespace paceline::cuda
