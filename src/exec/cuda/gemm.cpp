@@ -137,9 +137,10 @@ void Gemm::run(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n,
     first = decode;
   }
   // The rest: prefill rows by the prefill algorithm; or, without a prefill algorithm, every row
-  // not taken above by the decode one.
+  // not taken above by the decode one. The rows left are all prefill rows exactly when the decode
+  // rows (none, or some taken above) end where they begin.
   if (first < rows) {
-    const bool prefill = prefill_plan_ && first == decode && decode < rows;
+    const bool prefill = prefill_plan_ && first == decode;
     run_cublas(x + first * k, rows - first, k, w, n,
                static_cast<char*>(y) + static_cast<size_t>(first * n) * y_size, y_type, beta,
                prefill, true);
