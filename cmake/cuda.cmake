@@ -27,6 +27,7 @@ if(PACELINE_HAVE_CUDA)
   target_include_directories(paceline_cuda PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(paceline_cuda PUBLIC paceline_cuda_kernels paceline_exec paceline_model
                         CUDA::cudart_static CUDA::cublas CUDA::cublasLt)
+  target_link_libraries(paceline_cuda PUBLIC ${CMAKE_DL_LIBS})  # CUPTI, loaded at run time
   target_compile_definitions(paceline_cuda PUBLIC PACELINE_HAVE_CUDA=1)
   message(STATUS "paceline: CUDA executor built for sm_90a (CUDA ${CUDAToolkit_VERSION})")
 else()

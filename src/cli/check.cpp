@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -15,6 +16,8 @@
 #if PACELINE_HAVE_CUDA
 #include "exec/cuda/batch_invariance.h"
 #include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/cupti_timeline.h"
+#include "exec/kernel_timeline.h"
 #endif
 
 namespace paceline {
@@ -42,6 +45,10 @@ void add_check_options(CLI::App& cmd, CheckOptions& o) {
       ->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed repeats of each step (the median is reported)")
       ->capture_default_str();
+  cmd.add_option("--kernel-timeline", o.kernel_timeline,
+                 "with --timing: record every kernel of the timed steps (CUPTI, CUDA graphs "
+                 "included) and write, per timed step, each kernel's time and the GPU's idle time "
+                 "before it to this markdown file");
 }
 
 void check_decode_context(int64_t decode_context, const ModelConfig& config) {
@@ -53,6 +60,20 @@ void check_decode_context(int64_t decode_context, const ModelConfig& config) {
          decode_context, decode_context, window, window - 1, config.name, window - 1);
   }
 }
+
+namespace {
+
+// The flags' values and combinations, before anything loads.
+void check_flags(const CheckOptions& o) {
+  if (o.mixed_chunk < 0) {
+    fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
+  }
+  if (!o.kernel_timeline.empty() && !o.timing) {
+    fail("--kernel-timeline {}: it records the timed steps, so it needs --timing", o.kernel_timeline);
+  }
+}
+
+}  // namespace
 
 #if PACELINE_HAVE_CUDA
 namespace {
@@ -94,18 +115,40 @@ struct Timed {
   bool graph = false;
 };
 
-Timed time_plan(CudaExecutor& ex, const StepPlan& plan, int warmup, int repeats) {
+// --kernel-timeline: the recorder, and the sections written so far.
+struct KernelTimeline {
+  cuda::CuptiTimeline* cupti = nullptr;
+  std::string markdown;
+};
+
+// The median of `repeats` timed runs of the plan after `warmup` untimed ones; with a kernel
+// timeline, the timed runs' kernels summed up under `label`.
+Timed time_plan(CudaExecutor& ex, const StepPlan& plan, int warmup, int repeats,
+                KernelTimeline* timeline = nullptr, const std::string& label = "") {
   for (int i = 0; i < warmup; ++i) ex.execute(plan);
+  if (timeline != nullptr) timeline->cupti->begin_window();
   std::vector<double> gpu, wall;
   for (int i = 0; i < repeats; ++i) {
     StepResult r = ex.execute(plan);
     gpu.push_back(ex.last_gpu_ms());
     wall.push_back(static_cast<double>(r.step_time_ns) / 1e6);
   }
+  if (timeline != nullptr) {
+    uint64_t dropped = 0;
+    std::vector<KernelRecord> kernels = timeline->cupti->end_window(&dropped);
+    timeline->markdown += kernel_timeline_markdown(
+        summarize_kernel_timeline(std::move(kernels), repeats),
+        fmt::format("{} (median GPU time {:.3f} ms by CUDA events)", label, median(gpu)));
+    if (dropped > 0) {
+      timeline->markdown += fmt::format("CUPTI dropped {} records: the table misses kernels.\n\n",
+                                        dropped);
+    }
+  }
   return {median(gpu), median(wall), ex.last_step_used_graph()};
 }
 
-void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
+void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o,
+                KernelTimeline* timeline) {
   const int64_t bs = ex.kv_cache_shape().block_size;
   int32_t next_block = 0;
   auto table_for = [&](int64_t positions) {
@@ -161,7 +204,8 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
       s.tokens = {1};
       decode.seqs.push_back(s);
     }
-    Timed t = time_plan(ex, decode, 3, o.repeats);
+    Timed t = time_plan(ex, decode, 3, o.repeats, timeline,
+                        fmt::format("decode batch {}, context {}", batch, o.decode_context));
     const double kv = static_cast<double>(batch) * static_cast<double>(o.decode_context + 1) *
                       static_cast<double>(c.kv_bytes_per_token(kv_element_bytes));
     const double floor_ms = (weight_bytes(c) + kv) / kCopyBytesPerSecond * 1e3;
@@ -175,7 +219,9 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
       s.sampling.top_p = 0.95;
       s.seed = s.request_id + 1;
     }
-    Timed ts = time_plan(ex, decode, 3, o.repeats);
+    Timed ts = time_plan(ex, decode, 3, o.repeats, timeline,
+                         fmt::format("decode batch {}, context {}, sampled (T 1, top-p 0.95)",
+                                     batch, o.decode_context));
     std::printf("| decode batch %d, sampled (T 1, top-p 0.95) | %.3f | %.3f | %.3f | %.0f%% |\n",
                 batch, ts.gpu_ms, ts.wall_ms, floor_ms, 100.0 * floor_ms / ts.gpu_ms);
     if (o.mixed_chunk > 0) {
@@ -197,7 +243,9 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
       p.block_table = tables.back();
       p.sampling.temperature = 0.0;
       mixed.seqs.push_back(p);
-      Timed tm = time_plan(ex, mixed, 2, std::min(o.repeats, 10));
+      Timed tm = time_plan(ex, mixed, 2, std::min(o.repeats, 10), timeline,
+                           fmt::format("decode batch {} + a prefill chunk of {} tokens", batch,
+                                       o.mixed_chunk));
       std::printf("| decode batch %d + prefill chunk of %lld tokens, eager | %.3f | %.3f | — | — |\n",
                   batch, static_cast<long long>(o.mixed_chunk), tm.gpu_ms, tm.wall_ms);
     }
@@ -215,7 +263,7 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o) {
     s.block_table = tables.back();
     s.sampling.temperature = 0.0;
     plan.seqs.push_back(s);
-    Timed t = time_plan(ex, plan, 1, n > 8192 ? 2 : 5);
+    Timed t = time_plan(ex, plan, 1, n > 8192 ? 2 : 5, timeline, fmt::format("prefill {} tokens", n));
     // Matrices: 2 * (params without embeddings) per token; attention: QK^T and PV over the
     // causal triangle, 2 * 2 * n^2 / 2 * heads * head_dim per layer.
     const double dn = n;
@@ -246,13 +294,17 @@ int run_check(const CheckOptions& o) {
   if (o.model.device != "cuda") fail("paceline check runs on the GPU: pass --device cuda");
   ModelConfig config = model_config_load(o.model.model);
   if (o.timing) check_decode_context(o.decode_context, config);
-  if (o.mixed_chunk < 0) fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
+  check_flags(o);
   // The model flags' options, as serve and generate take them (--prefill-attention-dtype
   // included: this command built its own and left it out).
   CudaExecutorOptions co = cuda_executor_options(o.model);
   if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
   std::unique_ptr<Weights> weights = load_weights(o.model, config);
   co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
+  // The kernel recorder starts before the executor captures its CUDA graphs, so that their
+  // kernels are recorded too.
+  std::unique_ptr<cuda::CuptiTimeline> cupti;
+  if (!o.kernel_timeline.empty()) cupti = cuda::CuptiTimeline::start();
   CudaExecutor executor(config, *weights, co);
 
   int status = 0;
@@ -270,12 +322,25 @@ int run_check(const CheckOptions& o) {
     std::printf("batch invariance: %s\n", report.ok() ? "PASS" : "FAIL");
     if (!report.ok()) status = 1;
   }
-  if (o.timing) run_timing(executor, config, o);
+  if (o.timing) {
+    KernelTimeline timeline{cupti.get(), fmt::format("# Kernel timeline: {} on the GPU\n\n"
+                                                     "`paceline check --timing`'s timed steps, "
+                                                     "kernel by kernel (CUPTI).\n\n",
+                                                     config.name)};
+    run_timing(executor, config, o, cupti != nullptr ? &timeline : nullptr);
+    if (cupti != nullptr) {
+      std::ofstream out(o.kernel_timeline);
+      out << timeline.markdown;
+      if (!out) fail("--kernel-timeline {}: cannot write the file", o.kernel_timeline);
+      std::printf("kernel timeline: %s\n", o.kernel_timeline.c_str());
+    }
+  }
   return status;
 }
 #else
 int run_check(const CheckOptions& o) {
   if (o.timing) check_decode_context(o.decode_context, model_config_load(o.model.model));
+  check_flags(o);
   fail(
       "paceline check needs the CUDA executor, and this build has none (nvcc was not found "
       "when it was configured)");

@@ -25,6 +25,9 @@ struct CheckOptions {
   // mixed step, as chunked prefill makes them in serving); 0: not timed.
   int64_t mixed_chunk = 0;
   int repeats = 30;
+  // With --timing: every kernel of the timed steps recorded (CUPTI) and, per timed step, where
+  // its GPU time goes (kernels and the gaps between them) written to this markdown file.
+  std::string kernel_timeline;
 };
 
 void add_check_options(CLI::App& cmd, CheckOptions& options);

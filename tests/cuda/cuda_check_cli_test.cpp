@@ -77,6 +77,24 @@ TEST(CheckCli, NegativeMixedChunkIsRefused) {
       << r.out;
 }
 
+// --kernel-timeline records the timed steps: without --timing it is refused before anything
+// loads, naming both flags.
+TEST(CheckCli, KernelTimelineWithoutTimingIsRefused) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  const std::string file = ::testing::TempDir() + "timeline.md";
+  Result r = run_binary("check --device cuda --model " + testing::source_dir() +
+                        "/configs/models/qwen3-8b.json --load-format dummy --kernel-timeline " +
+                        file);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--kernel-timeline " + file +
+                       ": it records the timed steps, so it needs --timing"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
 TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
   if (!std::filesystem::exists(PACELINE_BINARY)) {
     GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
