@@ -69,7 +69,8 @@ void check_flags(const CheckOptions& o) {
     fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
   }
   if (!o.kernel_timeline.empty() && !o.timing) {
-    fail("--kernel-timeline {}: it records the timed steps, so it needs --timing", o.kernel_timeline);
+    fail("--kernel-timeline {}: it records the timed steps, so it needs --timing",
+         o.kernel_timeline);
   }
 }
 
@@ -140,8 +141,8 @@ Timed time_plan(CudaExecutor& ex, const StepPlan& plan, int warmup, int repeats,
         summarize_kernel_timeline(std::move(kernels), repeats),
         fmt::format("{} (median GPU time {:.3f} ms by CUDA events)", label, median(gpu)));
     if (dropped > 0) {
-      timeline->markdown += fmt::format("CUPTI dropped {} records: the table misses kernels.\n\n",
-                                        dropped);
+      timeline->markdown +=
+          fmt::format("CUPTI dropped {} records: the table misses kernels.\n\n", dropped);
     }
   }
   return {median(gpu), median(wall), ex.last_step_used_graph()};
@@ -243,9 +244,9 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o,
       p.block_table = tables.back();
       p.sampling.temperature = 0.0;
       mixed.seqs.push_back(p);
-      Timed tm = time_plan(ex, mixed, 2, std::min(o.repeats, 10), timeline,
-                           fmt::format("decode batch {} + a prefill chunk of {} tokens", batch,
-                                       o.mixed_chunk));
+      Timed tm = time_plan(
+          ex, mixed, 2, std::min(o.repeats, 10), timeline,
+          fmt::format("decode batch {} + a prefill chunk of {} tokens", batch, o.mixed_chunk));
       std::printf("| decode batch %d + prefill chunk of %lld tokens, eager | %.3f | %.3f | — | — |\n",
                   batch, static_cast<long long>(o.mixed_chunk), tm.gpu_ms, tm.wall_ms);
     }
@@ -263,7 +264,8 @@ void run_timing(CudaExecutor& ex, const ModelConfig& c, const CheckOptions& o,
     s.block_table = tables.back();
     s.sampling.temperature = 0.0;
     plan.seqs.push_back(s);
-    Timed t = time_plan(ex, plan, 1, n > 8192 ? 2 : 5, timeline, fmt::format("prefill {} tokens", n));
+    Timed t =
+        time_plan(ex, plan, 1, n > 8192 ? 2 : 5, timeline, fmt::format("prefill {} tokens", n));
     // Matrices: 2 * (params without embeddings) per token; attention: QK^T and PV over the
     // causal triangle, 2 * 2 * n^2 / 2 * heads * head_dim per layer.
     const double dn = n;

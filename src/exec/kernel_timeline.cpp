@@ -14,7 +14,8 @@ namespace paceline {
 namespace {
 
 void erase_all(std::string& s, const std::string& what) {
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at))
+    s.erase(at, what.size());
 }
 
 // Record ranges [first, last) of each step, records sorted by start.
@@ -141,19 +142,21 @@ std::string kernel_timeline_markdown(const KernelTimelineSummary& s, const std::
       "A step (the mean of {}): {:.1f} µs from its first kernel's start to its last kernel's "
       "end, a kernel running for {:.1f} µs of it and none for {:.1f} µs; {:.1f} launches.\n\n",
       s.steps, s.span_us_per_step, s.busy_us_per_step, s.idle_us_per_step, s.launches_per_step);
-  out += "| kernel | launches a step | µs running, a step | µs idle before it, a step | share of the step |\n";
+  out +=
+      "| kernel | launches a step | µs running, a step | µs idle before it, a step | share of the "
+      "step |\n";
   out += "| --- | ---: | ---: | ---: | ---: |\n";
   for (const KernelTimelineRow& r : s.rows) {
     std::string name = r.name;
     for (size_t at = name.find('|'); at != std::string::npos; at = name.find('|', at + 2)) {
       name.insert(at, "\\");
     }
-    const double share = s.span_us_per_step > 0
-                             ? 100.0 * (r.busy_us_per_step + r.idle_before_us_per_step) /
-                                   s.span_us_per_step
-                             : 0.0;
-    out += fmt::format("| `{}` | {:.1f} | {:.1f} | {:.1f} | {:.1f}% |\n", name,
-                       r.launches_per_step, r.busy_us_per_step, r.idle_before_us_per_step, share);
+    const double share =
+        s.span_us_per_step > 0
+            ? 100.0 * (r.busy_us_per_step + r.idle_before_us_per_step) / s.span_us_per_step
+            : 0.0;
+    out += fmt::format("| `{}` | {:.1f} | {:.1f} | {:.1f} | {:.1f}% |\n", name, r.launches_per_step,
+                       r.busy_us_per_step, r.idle_before_us_per_step, share);
   }
   return out + "\n";
 }

@@ -19,9 +19,9 @@ struct KernelRecord {
 };
 
 struct KernelTimelineRow {
-  std::string name;               // short_kernel_name of the records' names
-  double launches_per_step = 0;   // launches over the window / steps
-  double busy_us_per_step = 0;    // the launches' run time (end - start) / steps
+  std::string name;                    // short_kernel_name of the records' names
+  double launches_per_step = 0;        // launches over the window / steps
+  double busy_us_per_step = 0;         // the launches' run time (end - start) / steps
   double idle_before_us_per_step = 0;  // time with no kernel running right before each launch
                                        // (within its step) / steps
 };
@@ -44,7 +44,8 @@ KernelTimelineSummary summarize_kernel_timeline(std::vector<KernelRecord> record
 
 // The summary as a markdown section titled `title`: the step's span, busy and idle time, and a
 // table of the kernels.
-std::string kernel_timeline_markdown(const KernelTimelineSummary& summary, const std::string& title);
+std::string kernel_timeline_markdown(const KernelTimelineSummary& summary,
+                                     const std::string& title);
 
 // A kernel's name for a table: demangled when it is a mangled C++ name, without the return type,
 // the parameter list and paceline's namespaces (template arguments kept): "void

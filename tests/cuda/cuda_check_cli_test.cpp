@@ -84,9 +84,9 @@ TEST(CheckCli, KernelTimelineWithoutTimingIsRefused) {
     GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
   }
   const std::string file = ::testing::TempDir() + "timeline.md";
-  Result r = run_binary("check --device cuda --model " + testing::source_dir() +
-                        "/configs/models/qwen3-8b.json --load-format dummy --kernel-timeline " +
-                        file);
+  Result r =
+      run_binary("check --device cuda --model " + testing::source_dir() +
+                 "/configs/models/qwen3-8b.json --load-format dummy --kernel-timeline " + file);
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("--kernel-timeline " + file +
                        ": it records the timed steps, so it needs --timing"),

@@ -30,16 +30,19 @@ TEST(CuptiTimeline, RecordsTheWindowsKernelsEagerAndFromAGraph) {
   cudaGraphExec_t exec = nullptr;
   PACELINE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < 2; ++i) {
-    PACELINE_CUDA_CHECK(cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
+    PACELINE_CUDA_CHECK(
+        cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
   }
   PACELINE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   PACELINE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   // Before the window: not recorded.
-  PACELINE_CUDA_CHECK(cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
+  PACELINE_CUDA_CHECK(
+      cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
   PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   timeline->begin_window();
-  PACELINE_CUDA_CHECK(cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
+  PACELINE_CUDA_CHECK(
+      cuda::launch_argmax(logits.as<float>(), kVocab, 2, out.as<int32_t>(), stream));
   PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   PACELINE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   uint64_t dropped = 99;
@@ -68,5 +71,7 @@ TEST(CuptiTimeline, RecordsTheWindowsKernelsEagerAndFromAGraph) {
 }  // namespace paceline
 
 #else
-TEST(CuptiTimeline, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+TEST(CuptiTimeline, NeedsCudaBuild) {
+  GTEST_SKIP() << "this build has no CUDA";
+}
 #endif

@@ -106,14 +106,17 @@ TEST(CudaSampler, ClusterSizeTakesTheFewestWavesThenTheMostBlocks) {
     return room < 1 ? 1 << 30 : (rows + room - 1) / room;
   };
   std::printf("[ sample clusters ] room for clusters of 8 / 4 / 2: %d / %d / %d\n",
-              cuda::sample_cluster_room(8), cuda::sample_cluster_room(4), cuda::sample_cluster_room(2));
+              cuda::sample_cluster_room(8), cuda::sample_cluster_room(4),
+              cuda::sample_cluster_room(2));
   for (int rows : {1, 16, 32, 64, 128, 256}) {
     const int c = cuda::sample_cluster_fewest_waves(rows);
     ASSERT_TRUE(c == 2 || c == 4 || c == 8) << rows << " rows: " << c;
     for (int other : {8, 4, 2}) {
-      EXPECT_LE(waves(rows, c), waves(rows, other)) << rows << " rows: " << c << " against " << other;
+      EXPECT_LE(waves(rows, c), waves(rows, other))
+          << rows << " rows: " << c << " against " << other;
       if (other > c) {
-        EXPECT_LT(waves(rows, c), waves(rows, other)) << rows << " rows: " << other << " was as good";
+        EXPECT_LT(waves(rows, c), waves(rows, other))
+            << rows << " rows: " << other << " was as good";
       }
     }
     std::printf("[ sample clusters ] %d rows: clusters of %d\n", rows, c);
@@ -221,27 +224,31 @@ TEST(CudaSampler, Bench) {
     PACELINE_CUDA_CHECK(cudaEventCreate(&a));
     PACELINE_CUDA_CHECK(cudaEventCreate(&b));
     for (int n : {1, 16, 64})
-    for (int choice : {0, -1, 8, 4, 2}) {
-      // 0: the launch's default, -1: the fewest waves' choice, else that size.
-      const int cluster = choice < 0 ? cuda::sample_cluster_fewest_waves(n) : choice;
-      std::vector<float> ms;
-      for (int i = 0; i < 12; ++i) {
-        PACELINE_CUDA_CHECK(cudaEventRecord(a));
-        PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab, d_rows.as<SampleRow>(), n,
-                                                d_out.as<int32_t>(), nullptr, cluster));
-        PACELINE_CUDA_CHECK(cudaEventRecord(b));
-        PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
-        float m = 0;
-        PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
-        if (i > 1) ms.push_back(m);
+      for (int choice : {0, -1, 8, 4, 2}) {
+        // 0: the launch's default, -1: the fewest waves' choice, else that size.
+        const int cluster = choice < 0 ? cuda::sample_cluster_fewest_waves(n) : choice;
+        std::vector<float> ms;
+        for (int i = 0; i < 12; ++i) {
+          PACELINE_CUDA_CHECK(cudaEventRecord(a));
+          PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), kVocab,
+                                                  d_rows.as<SampleRow>(), n, d_out.as<int32_t>(),
+                                                  nullptr, cluster));
+          PACELINE_CUDA_CHECK(cudaEventRecord(b));
+          PACELINE_CUDA_CHECK(cudaEventSynchronize(b));
+          float m = 0;
+          PACELINE_CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+          if (i > 1) ms.push_back(m);
+        }
+        std::sort(ms.begin(), ms.end());
+        std::printf(
+            "[ sample bench ] %s, %d rows of %lld, clusters of %d%s: %.3f ms (median of %zu)\n",
+            c.name, n, static_cast<long long>(kVocab),
+            cluster != 0 ? cluster : cuda::sample_cluster_size(n),
+            choice == 0  ? " (default)"
+            : choice < 0 ? " (fewest waves)"
+                         : "",
+            ms[ms.size() / 2], ms.size());
       }
-      std::sort(ms.begin(), ms.end());
-      std::printf("[ sample bench ] %s, %d rows of %lld, clusters of %d%s: %.3f ms (median of %zu)\n",
-                  c.name, n, static_cast<long long>(kVocab),
-                  cluster != 0 ? cluster : cuda::sample_cluster_size(n),
-                  choice == 0 ? " (default)" : choice < 0 ? " (fewest waves)" : "",
-                  ms[ms.size() / 2], ms.size());
-    }
     PACELINE_CUDA_CHECK(cudaEventDestroy(a));
     PACELINE_CUDA_CHECK(cudaEventDestroy(b));
   }

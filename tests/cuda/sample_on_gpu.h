@@ -37,8 +37,8 @@ inline std::vector<int32_t> sample_on_gpu(const std::vector<float>& logits, int6
     PACELINE_CUDA_CHECK(cudaMemcpy(d_rows.as<SampleRow>(), rows.data() + first,
                                    n * sizeof(SampleRow), cudaMemcpyHostToDevice));
     PACELINE_CUDA_CHECK(cuda::launch_sample(d_logits.as<float>(), vocab, d_rows.as<SampleRow>(),
-                                            static_cast<int>(n),
-                                            d_out.as<int32_t>(), nullptr, cluster));
+                                            static_cast<int>(n), d_out.as<int32_t>(), nullptr,
+                                            cluster));
     std::vector<int32_t> out(n);
     PACELINE_CUDA_CHECK(
         cudaMemcpy(out.data(), d_out.as<int32_t>(), n * sizeof(int32_t), cudaMemcpyDeviceToHost));
@@ -83,8 +83,7 @@ inline void expect_same_draws(const std::vector<int32_t>& got, const std::vector
 
 // The draws of `rows` on clusters of 8, 4 and 2 blocks a row (slices of a different size, the same
 // sums) each equal the host's.
-inline void expect_host_draws_at_every_cluster_size(const std::vector<float>& logits,
-                                                    int64_t vocab,
+inline void expect_host_draws_at_every_cluster_size(const std::vector<float>& logits, int64_t vocab,
                                                     const std::vector<cuda::SampleRow>& rows,
                                                     const std::vector<int32_t>& expected) {
   for (int cluster : {8, 4, 2}) {

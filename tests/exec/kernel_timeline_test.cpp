@@ -22,9 +22,9 @@ const KernelTimelineRow* row(const KernelTimelineSummary& s, const std::string& 
 TEST(KernelTimeline, EqualRunsOfLaunchesAreTheSteps) {
   // Two steps of norm (10 us), gemm (40 us) after a 5 us gap, norm (10 us) after 2 us; the
   // records out of order, the steps 1 ms apart.
-  const std::vector<KernelRecord> records = {
-      k("gemm", 1015, 1055), k("norm", 0, 10),   k("gemm", 15, 55),
-      k("norm", 57, 67),     k("norm", 1000, 1010), k("norm", 1057, 1067)};
+  const std::vector<KernelRecord> records = {k("gemm", 1015, 1055), k("norm", 0, 10),
+                                             k("gemm", 15, 55),     k("norm", 57, 67),
+                                             k("norm", 1000, 1010), k("norm", 1057, 1067)};
   const KernelTimelineSummary s = summarize_kernel_timeline(records, 2);
   EXPECT_EQ(s.steps, 2);
   EXPECT_DOUBLE_EQ(s.launches_per_step, 3.0);

@@ -38,14 +38,16 @@ const Cupti& cupti() {
       errors += fmt::format("{}{}", errors.empty() ? "" : "; ", e != nullptr ? e : name);
     }
     if (lib == nullptr) {
-      fail("--kernel-timeline needs CUPTI, the CUDA toolkit's profiling library (libcupti.so.13), "
-           "on the library path (LD_LIBRARY_PATH; `scripts/gpu_check --stage` bundles it): {}",
-           errors);
+      fail(
+          "--kernel-timeline needs CUPTI, the CUDA toolkit's profiling library (libcupti.so.13), "
+          "on the library path (LD_LIBRARY_PATH; `scripts/gpu_check --stage` bundles it): {}",
+          errors);
     }
     Cupti c;
     auto resolve = [&](auto& f, const char* name) {
       f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, name));
-      if (f == nullptr) fail("--kernel-timeline: CUPTI has no {} (a CUPTI older than CUDA 13?)", name);
+      if (f == nullptr)
+        fail("--kernel-timeline: CUPTI has no {} (a CUPTI older than CUDA 13?)", name);
     };
     resolve(c.register_callbacks, "cuptiActivityRegisterCallbacks");
     resolve(c.enable, "cuptiActivityEnable");
@@ -84,7 +86,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     std::lock_guard<std::mutex> lock(records_mutex);
     CUpti_Activity* r = nullptr;
     while (cupti().next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
-      if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && r->kind != CUPTI_ACTIVITY_KIND_KERNEL) {
+      if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+          r->kind != CUPTI_ACTIVITY_KIND_KERNEL) {
         continue;
       }
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);

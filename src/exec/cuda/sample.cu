@@ -7,9 +7,10 @@
 //
 // One cluster of C blocks per sampled row (Hopper thread-block clusters; C = 8, 4 or 2: 8 by
 // default, PACELINE_SAMPLE_CLUSTER=auto chooses per launch so that the rows' clusters fit the
-// device at once; the draws do not depend on C, see below): each block owns a contiguous slice of the row, and the blocks agree on every decision
-// through distributed shared memory. Every "first candidate whose cumulative count or weight reaches a target" is found
-// without sorting the row: one pass builds a histogram of count and weight over kBuckets buckets
+// device at once; the draws do not depend on C, see below): each block owns a contiguous slice
+// of the row, and the blocks agree on every decision through distributed shared memory. Every
+// "first candidate whose cumulative count or weight reaches a target" is found without sorting
+// the row: one pass builds a histogram of count and weight over kBuckets buckets
 // of equal width in (max - l) / T (monotone in the logit, so bucket order is the sampler's order,
 // and on a flat row the candidates spread over many buckets), summed over the cluster once per
 // row; its prefix sums give the bucket where a target is crossed, and the candidates of that one
@@ -21,8 +22,9 @@
 // The weights are summed in 64-bit fixed point (each exp((l - max) / T) <= 1 rounded to a
 // multiple of 2^-shift, shift chosen so that a whole row cannot overflow): integer additions are
 // exact and associative, so every sum is the same whatever order the threads add in or however
-// the row is cut into slices (the same token on every run and at every cluster size), and shared-memory 64-bit integer atomics are native where double ones
-// are compare-and-swap loops that serialize on the few busy bins of a flat row.
+// the row is cut into slices (the same token on every run and at every cluster size), and
+// shared-memory 64-bit integer atomics are native where double ones are compare-and-swap loops
+// that serialize on the few busy bins of a flat row.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -728,8 +730,9 @@ namespace {
 
 template <int C>
 cudaError_t configure() {
-  static const cudaError_t status = cudaFuncSetAttribute(
-      sample_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sizeof(Shared)));
+  static const cudaError_t status =
+      cudaFuncSetAttribute(sample_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(sizeof(Shared)));
   return status;
 }
 
