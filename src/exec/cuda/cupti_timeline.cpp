@@ -69,9 +69,12 @@ void check(CUptiResult r, const char* what) {
   fail("--kernel-timeline: {} failed: {}", what, text != nullptr ? text : "unknown CUPTI error");
 }
 
-// The kernels CUPTI has handed over (its buffers come back from its own thread or on a flush).
+// The kernels CUPTI has handed over while a window is open (its buffers come back from its own
+// thread or on a flush); the ones outside windows (weights, graph capture, the invariance check)
+// are dropped as they come.
 std::mutex records_mutex;
 std::vector<KernelRecord> records;
+bool recording = false;
 
 constexpr size_t kBufferBytes = size_t{8} << 20;
 
@@ -85,7 +88,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   {
     std::lock_guard<std::mutex> lock(records_mutex);
     CUpti_Activity* r = nullptr;
-    while (cupti().next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
+    while (recording && cupti().next_record(buffer, valid, &r) == CUPTI_SUCCESS) {
       if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
           r->kind != CUPTI_ACTIVITY_KIND_KERNEL) {
         continue;
@@ -122,6 +125,7 @@ void CuptiTimeline::begin_window() {
   {
     std::lock_guard<std::mutex> lock(records_mutex);
     records.clear();
+    recording = true;
   }
   check(cupti().timestamp(&window_start_), "cuptiGetTimestamp");
 }
@@ -131,6 +135,7 @@ std::vector<KernelRecord> CuptiTimeline::end_window(uint64_t* dropped) {
   std::vector<KernelRecord> out;
   {
     std::lock_guard<std::mutex> lock(records_mutex);
+    recording = false;
     for (KernelRecord& r : records) {
       if (r.start_ns >= window_start_) out.push_back(std::move(r));
     }
