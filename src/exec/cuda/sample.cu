@@ -44,6 +44,8 @@ constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCluster = 8;     // blocks per row at most (the portable cluster size)
 constexpr int kMinCluster = 2;     // and at least
+constexpr int kClusterSizes[] = {8, 4, 2};  // the sizes the kernel is built for, largest first
+constexpr bool is_cluster_size(int c) { return c == 8 || c == 4 || c == 2; }
 constexpr int kBuckets = 2048;     // buckets of (max - l) / T, in the sampler's order
 constexpr float kRange = 32.0f;    // they span at most this much; beyond, the last bucket (weights
                                    // below e^-32, under the fixed point's resolution)
@@ -763,7 +765,7 @@ int cluster_from_environment() {
     if (v == nullptr) return 0;
     if (std::string(v) == "auto") return -1;
     const int n = std::atoi(v);
-    return n == 2 || n == 4 || n == 8 ? n : 0;
+    return is_cluster_size(n) ? n : 0;
   }();
   return c;
 }
@@ -794,7 +796,7 @@ int sample_cluster_fewest_waves(int num_rows) {
   // The fewest waves of clusters, then the most blocks a row.
   int best = kMaxCluster;
   int64_t best_waves = -1;
-  for (const int c : {8, 4, 2}) {
+  for (const int c : kClusterSizes) {
     const int room = sample_cluster_room(c);
     if (room < 1) continue;
     const int64_t waves = (std::max(num_rows, 1) + room - 1) / room;
@@ -816,7 +818,7 @@ int sample_cluster_size(int num_rows) {
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
                           int32_t* out, cudaStream_t stream, int cluster) {
   if (vocab < 1 || vocab > (int64_t{1} << 30)) return cudaErrorInvalidValue;
-  if (cluster != 0 && cluster != 2 && cluster != 4 && cluster != 8) return cudaErrorInvalidValue;
+  if (cluster != 0 && !is_cluster_size(cluster)) return cudaErrorInvalidValue;
   // Weights <= 1 in units of 2^-shift, with a whole row's sum below 2^63.
   int bits = 0;
   while ((int64_t{1} << bits) < vocab) ++bits;
