@@ -96,9 +96,9 @@ TEST(CudaSampler, DrawsWhatTheHostDrawsFromCrowdedBuckets) {
   testing::expect_host_draws_at_every_cluster_size(logits, kVocab, rows, expected);
 }
 
-// The fewest waves' choice of cluster size (PACELINE_SAMPLE_CLUSTER=auto): the fewest waves of
-// clusters on this device, and of those the most blocks a row (the tokens are the same at every
-// size: the tests above).
+// The fewest waves' choice of cluster size (the default; PACELINE_SAMPLE_CLUSTER fixes a size
+// instead): the fewest waves of clusters on this device, and of those the most blocks a row (the
+// tokens are the same at every size: the tests above).
 TEST(CudaSampler, ClusterSizeTakesTheFewestWavesThenTheMostBlocks) {
   PACELINE_REQUIRE_GPU();
   auto waves = [](int rows, int c) {

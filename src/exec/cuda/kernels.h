@@ -159,11 +159,11 @@ struct SampleRow {
 // `cluster` blocks (2, 4 or 8; 0: sample_cluster_size's choice); the tokens do not depend on it.
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
                           int32_t* out, cudaStream_t stream, int cluster = 0);
-// The cluster size a launch of num_rows rows takes: 8, or what PACELINE_SAMPLE_CLUSTER says (2, 4
-// or 8; auto: sample_cluster_fewest_waves).
+// The cluster size a launch of num_rows rows takes: sample_cluster_fewest_waves, or what
+// PACELINE_SAMPLE_CLUSTER fixes (2, 4 or 8).
 int sample_cluster_size(int num_rows);
 // The fewest waves of clusters on this device for num_rows rows, then the most blocks a row (8, 4
-// or 2). Not yet the default: unmeasured on a GPU.
+// or 2). The default since 2026-12-03 (docs/performance.md, "Session 17").
 int sample_cluster_fewest_waves(int num_rows);
 // The clusters of `cluster` blocks (2, 4 or 8) of the sampling kernel this device holds at once.
 int sample_cluster_room(int cluster);

@@ -5,10 +5,10 @@
 // the first candidate whose cumulative weight passes u * mass, u = sample_uniform(seed, position)
 // computed by the caller.
 //
-// One cluster of C blocks per sampled row (Hopper thread-block clusters; C = 8, 4 or 2: 8 by
-// default, PACELINE_SAMPLE_CLUSTER=auto chooses per launch so that the rows' clusters fit the
-// device at once; the draws do not depend on C, see below): each block owns a contiguous slice
-// of the row, and the blocks agree on every decision through distributed shared memory. Every
+// One cluster of C blocks per sampled row (Hopper thread-block clusters; C = 8, 4 or 2, chosen
+// per launch so that the rows' clusters fit the device in the fewest waves, or fixed by
+// PACELINE_SAMPLE_CLUSTER; the draws do not depend on C, see below): each block owns a contiguous
+// slice of the row, and the blocks agree on every decision through distributed shared memory. Every
 // "first candidate whose cumulative count or weight reaches a target" is found without sorting
 // the row: one pass builds a histogram of count and weight over kBuckets buckets
 // of equal width in (max - l) / T (monotone in the logit, so bucket order is the sampler's order,
@@ -29,7 +29,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
-#include <string>
 
 #include <cooperative_groups.h>
 
@@ -757,13 +756,12 @@ int cluster_room() {
   return room;
 }
 
-// PACELINE_SAMPLE_CLUSTER=2, 4 or 8 fixes the cluster size, =auto takes the fewest waves'
-// choice (-1); unset or anything else: 0.
+// PACELINE_SAMPLE_CLUSTER=2, 4 or 8 fixes the cluster size; unset, auto or anything else: 0
+// (the fewest waves' choice).
 int cluster_from_environment() {
   static const int c = [] {
     const char* v = std::getenv("PACELINE_SAMPLE_CLUSTER");
     if (v == nullptr) return 0;
-    if (std::string(v) == "auto") return -1;
     const int n = std::atoi(v);
     return is_cluster_size(n) ? n : 0;
   }();
@@ -810,9 +808,7 @@ int sample_cluster_fewest_waves(int num_rows) {
 
 int sample_cluster_size(int num_rows) {
   const int c = cluster_from_environment();
-  if (c > 0) return c;
-  if (c < 0) return sample_cluster_fewest_waves(num_rows);
-  return kMaxCluster;  // until the fewest waves' choice is measured on a GPU
+  return c > 0 ? c : sample_cluster_fewest_waves(num_rows);
 }
 
 cudaError_t launch_sample(const float* logits, int64_t vocab, const SampleRow* rows, int num_rows,
