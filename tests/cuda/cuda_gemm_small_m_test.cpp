@@ -1,8 +1,9 @@
 // The small-M GEMM of decode rows (src/exec/cuda/gemm_small_m.h): against a double-precision
-// reference on the projections of Qwen3-8B and an odd shape; a row's bits the same at M = 1, 17
-// and 64 in any position, in a call shared with cuBLASLt rows and through a CUDA graph; and the
-// step layout that puts the one-token sequences first. With PACELINE_GEMM_BENCH=1 the kernel is
-// timed against cuBLASLt's kept algorithm at M = 1, 8, 16 and 64.
+// reference on the projections of Qwen3-8B and an odd shape; a row's bits the same at M = 1, 17,
+// 64 and 200 (four row groups) in any position, in a call shared with cuBLASLt rows and through a
+// CUDA graph; and the step layout that puts the one-token sequences first. With
+// PACELINE_GEMM_BENCH=1 the kernel is timed against cuBLASLt's kept algorithm at M = 1, 8, 16
+// and 64.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +47,10 @@ const std::vector<Shape> kBenchShapes = [] {
   return v;
 }();
 constexpr int64_t kRows = 64;
+// Rows of the largest calls (four row groups, the rows repeating the 64), and the rows the
+// buffers hold.
+constexpr int64_t kMany = 200;
+constexpr int64_t kCapRows = 256;
 
 std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
   std::vector<uint16_t> v(n);
@@ -66,9 +71,9 @@ struct Operands {
         hx(random_bf16(static_cast<size_t>(kRows * s.k), seed)),
         hw(random_bf16(static_cast<size_t>(s.n * s.k), seed + 1)),
         hy0(static_cast<size_t>(kRows * s.n)),
-        x(static_cast<size_t>(cuda::gemm_buffer_rows(kRows) * s.k) * 2),
+        x(static_cast<size_t>(cuda::gemm_buffer_rows(kCapRows) * s.k) * 2),
         w(testing::upload(hw)),
-        y(static_cast<size_t>(cuda::gemm_buffer_rows(kRows) * s.n) * sizeof(float)) {
+        y(static_cast<size_t>(cuda::gemm_buffer_rows(kCapRows) * s.n) * sizeof(float)) {
     testing::FastRandom rng(seed + 2);
     for (float& f : hy0) f = rng.uniform();
     y0 = testing::upload(hy0);
@@ -205,15 +210,16 @@ TEST(CudaGemmSmallM, LaunchesTakeTheWavesThePlanCountedOn) {
   }
 }
 
-// The executor's choice: decode rows take the small-M kernel when no step decodes more than 32
-// sequences (where it wins at every batch), cuBLASLt otherwise; the environment overrides.
-TEST(CudaGemmSmallM, ChosenWhenStepsDecodeAtMost32Sequences) {
+// The executor's choice: decode rows take the small-M kernel when no step decodes more than 64
+// sequences, cuBLASLt otherwise; the environment overrides.
+TEST(CudaGemmSmallM, ChosenWhenStepsDecodeAtMost64Sequences) {
   if (std::getenv("PACELINE_GEMM_SMALL_M") != nullptr) {
     GTEST_SKIP() << "PACELINE_GEMM_SMALL_M decides in this run";
   }
   EXPECT_TRUE(cuda::gemm_small_m_for(1));
   EXPECT_TRUE(cuda::gemm_small_m_for(32));
-  EXPECT_FALSE(cuda::gemm_small_m_for(33));
+  EXPECT_TRUE(cuda::gemm_small_m_for(64));
+  EXPECT_FALSE(cuda::gemm_small_m_for(65));
   EXPECT_FALSE(cuda::gemm_small_m_for(256));
   setenv("PACELINE_GEMM_SMALL_M", "1", 1);
   EXPECT_TRUE(cuda::gemm_small_m_for(256));
@@ -251,6 +257,20 @@ TEST(CudaGemmSmallM, RowBitsDoNotDependOnTheBatch) {
       const std::vector<float> rev = op.run(g, kRows, kRows, beta, y0_reversed);
       for (int64_t r = 0; r < kRows; ++r) {
         EXPECT_TRUE(same(rev, kRows - 1 - r, r)) << s.name << " beta " << beta << ": row " << r;
+      }
+      // 200 rows, row i being row i % 64: four row groups in one launch.
+      std::vector<uint16_t> many;
+      std::vector<int> y0_many;
+      for (int64_t i = 0; i < kMany; ++i) {
+        const std::vector<uint16_t> v = row(i % kRows);
+        many.insert(many.end(), v.begin(), v.end());
+        y0_many.push_back(static_cast<int>(i % kRows));
+      }
+      op.set_x(many);
+      const std::vector<float> got_many = op.run(g, kMany, kMany, beta, y0_many);
+      for (int64_t i = 0; i < kMany; ++i) {
+        EXPECT_TRUE(same(got_many, i, i % kRows))
+            << s.name << " beta " << beta << ": row " << i % kRows << " at " << i << " of 200";
       }
       for (int64_t r : {0, 37, 63}) {
         op.set_x(row(r));

@@ -23,7 +23,7 @@
 // gemm_small_m.h in launches of at most kSmallMRows rows, whatever the batch, or through
 // cuBLASLt with the algorithm chosen at kGemmRows rows; the executor chooses once
 // (gemm_small_m_for): the small-M kernel when no step can decode more than kSmallMAutoRows
-// sequences (--max-num-seqs 32 or less), where it wins at every batch, cuBLASLt from 64 rows up.
+// sequences (--max-num-seqs 64 or less), cuBLASLt above (where the small-M kernel loses).
 // Prefill rows go through cuBLASLt with an algorithm chosen at kPrefillPlanRows rows: the one
 // chosen at 128 rows (split-K, narrow tiles) is slow at thousands of rows. Each path gives a row
 // the same bits for any row count, and which path a row takes depends only on its own
@@ -51,10 +51,11 @@ inline int64_t gemm_buffer_rows(int64_t rows) {
   return gemm_padded_rows(rows) + kGemmRows;
 }
 
-// Decode batches up to this size are where the small-M kernel beats cuBLASLt's padded call on
-// the H200 at every size measured (1, 4, 16, 32 rows: 5-15% a step; at 64 rows it is 2% slower,
-// at 128 rows 27%; docs/performance.md).
-inline constexpr int64_t kSmallMAutoRows = 32;
+// The most decode rows for which the executor takes the small-M kernel. H200, Qwen3-8B decode
+// steps at context 1,024 (docs/performance.md, "Session 17"): 13% faster than cuBLASLt's padded
+// call at batch 1, 8% at 16, 2% slower at 64, 28% slower at 128 and 34% at 256. Steps below the
+// cap are the common case of a server capped at 64 sequences, so 64 rather than 32.
+inline constexpr int64_t kSmallMAutoRows = 64;
 // The row count at which the prefill rows' cuBLASLt algorithm is chosen (cuBLASLt's heuristic's
 // first for that shape).
 inline constexpr int64_t kPrefillPlanRows = 8192;

@@ -18,8 +18,15 @@ __device__ __forceinline__ float inverse_rms(float sum_of_squares, int64_t width
   return 1.0f / sqrtf(block_sum(sum_of_squares) / static_cast<float>(width) + eps);
 }
 
-// kPer elements a thread, held in registers.
-template <int kPer>
+// Rows up to which the weights are loaded with the row (decode-sized launches, bound by the
+// loads' latency); more rows keep the registers for occupancy and load the weights after the
+// sum. H200, Qwen3-8B, docs/performance.md "Session 17": decode batch 1 6.10 -> 5.71 ms, batch
+// 64 8.91 -> 8.56; prefill of 1,024 rows 27.56 -> 27.9-28.1 ms when they did too. The bits are
+// the same either way.
+constexpr int kPrefetchRows = 256;
+
+// kPer elements a thread, held in registers; kPrefetch: the weights too, loaded with the row.
+template <int kPer, bool kPrefetch>
 __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
                                           const float* weight, int64_t width, float eps,
                                           bf16* out) {
@@ -27,11 +34,14 @@ __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
   const int64_t row = blockIdx.x;
   const int64_t src = gather != nullptr ? gather[row] : row;
   const float* in = x + src * width;
-  float v[kPer];
+  // The row (and with kPrefetch the norm's weights), every load issued before the first is used
+  // (the weights' latency then overlaps the row's and the block's sum instead of following it).
+  float v[kPer], g[kPrefetch ? kPer : 1];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
     v[j] = i < width ? in[i] : 0.0f;
+    if constexpr (kPrefetch) g[j] = i < width ? weight[i] : 0.0f;
   }
   float sum = 0.0f;
 #pragma unroll
@@ -43,7 +53,15 @@ __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
-    if (i < width) o[i] = __float2bfloat16(weight[i] * (v[j] * inv_rms));
+    if (i < width) {
+      float gj;
+      if constexpr (kPrefetch) {
+        gj = g[j];
+      } else {
+        gj = weight[i];
+      }
+      o[i] = __float2bfloat16(gj * (v[j] * inv_rms));
+    }
   }
 }
 
@@ -68,14 +86,18 @@ cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* 
                             int64_t width, float eps, int rows, bf16* out, cudaStream_t stream) {
   if (rows <= 0) return cudaGetLastError();
   const int64_t per = (width + kThreads - 1) / kThreads;
+  const auto registers = [&](auto kernel_few, auto kernel_many) {
+    (rows <= kPrefetchRows ? kernel_few : kernel_many)<<<rows, kThreads, 0, stream>>>(
+        x, gather, weight, width, eps, out);
+  };
   if (per <= 4) {
-    rms_norm_registers_kernel<4><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+    registers(rms_norm_registers_kernel<4, true>, rms_norm_registers_kernel<4, false>);
   } else if (per <= 8) {
-    rms_norm_registers_kernel<8><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+    registers(rms_norm_registers_kernel<8, true>, rms_norm_registers_kernel<8, false>);
   } else if (per <= 16) {
-    rms_norm_registers_kernel<16><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+    registers(rms_norm_registers_kernel<16, true>, rms_norm_registers_kernel<16, false>);
   } else if (per <= 32) {
-    rms_norm_registers_kernel<32><<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+    registers(rms_norm_registers_kernel<32, true>, rms_norm_registers_kernel<32, false>);
   } else {
     rms_norm_loop_kernel<<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
   }
