@@ -45,6 +45,10 @@ void add_check_options(CLI::App& cmd, CheckOptions& o) {
       ->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed repeats of each step (the median is reported)")
       ->capture_default_str();
+  cmd.add_option("--max-num-seqs", o.max_num_seqs,
+                 "the most sequences a step may decode, as serve's flag: the executor sizes its "
+                 "CUDA graphs and chooses the decode rows' GEMM from it")
+      ->capture_default_str();
   cmd.add_option("--kernel-timeline", o.kernel_timeline,
                  "with --timing: record every kernel of the timed steps (CUPTI, CUDA graphs "
                  "included) and write, per timed step, each kernel's time and the GPU's idle time "
@@ -63,22 +67,6 @@ void check_decode_context(int64_t decode_context, const ModelConfig& config) {
 
 namespace {
 
-// The flags' values and combinations, before anything loads.
-void check_flags(const CheckOptions& o) {
-  if (o.mixed_chunk < 0) {
-    fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
-  }
-  if (!o.kernel_timeline.empty() && !o.timing) {
-    fail("--kernel-timeline {}: it records the timed steps, so it needs --timing",
-         o.kernel_timeline);
-  }
-}
-
-}  // namespace
-
-#if PACELINE_HAVE_CUDA
-namespace {
-
 std::vector<int> parse_ints(const std::string& text, const char* flag) {
   std::vector<int> out;
   std::stringstream ss(text);
@@ -94,6 +82,33 @@ std::vector<int> parse_ints(const std::string& text, const char* flag) {
   if (out.empty()) fail("{}: empty list", flag);
   return out;
 }
+
+// The flags' values and combinations, before anything loads.
+void check_flags(const CheckOptions& o) {
+  if (o.max_num_seqs < 1) fail("--max-num-seqs must be at least 1, got {}", o.max_num_seqs);
+  const auto within = [&](const std::string& list, const char* flag) {
+    for (int batch : parse_ints(list, flag)) {
+      if (batch > o.max_num_seqs) {
+        fail("{} {}: batch {} is more than --max-num-seqs {} lets a step decode", flag, list, batch,
+             o.max_num_seqs);
+      }
+    }
+  };
+  if (!o.skip_invariance) within(o.batch_sizes, "--batch-sizes");
+  if (o.timing) within(o.decode_batches, "--decode-batches");
+  if (o.mixed_chunk < 0) {
+    fail("--mixed-chunk must be 0 (off) or a number of tokens, got {}", o.mixed_chunk);
+  }
+  if (!o.kernel_timeline.empty() && !o.timing) {
+    fail("--kernel-timeline {}: it records the timed steps, so it needs --timing",
+         o.kernel_timeline);
+  }
+}
+
+}  // namespace
+
+#if PACELINE_HAVE_CUDA
+namespace {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -302,7 +317,8 @@ int run_check(const CheckOptions& o) {
   CudaExecutorOptions co = cuda_executor_options(o.model);
   if (!cuda_device_available()) fail("--device cuda: {}", cuda_device_description());
   std::unique_ptr<Weights> weights = load_weights(o.model, config);
-  co.cudagraph_sizes = default_cudagraph_capture_sizes(256);
+  co.max_num_seqs = o.max_num_seqs;
+  co.cudagraph_sizes = default_cudagraph_capture_sizes(static_cast<int32_t>(o.max_num_seqs));
   // The kernel recorder starts before the executor captures its CUDA graphs, so that their
   // kernels are recorded too.
   std::unique_ptr<cuda::CuptiTimeline> cupti;

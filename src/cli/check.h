@@ -25,6 +25,9 @@ struct CheckOptions {
   // mixed step, as chunked prefill makes them in serving); 0: not timed.
   int64_t mixed_chunk = 0;
   int repeats = 30;
+  // As serve's --max-num-seqs: the executor's graph sizes and its decode rows' GEMM (the small-M
+  // kernel at 64 or fewer) follow it; every batch checked or timed must fit under it.
+  int64_t max_num_seqs = 256;
   // With --timing: every kernel of the timed steps recorded (CUPTI) and, per timed step, where
   // its GPU time goes (kernels and the gaps between them) written to this markdown file.
   std::string kernel_timeline;

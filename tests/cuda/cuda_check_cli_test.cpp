@@ -95,6 +95,35 @@ TEST(CheckCli, KernelTimelineWithoutTimingIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
+// --max-num-seqs caps every batch the check decodes, as in serving (the executor's graphs and
+// GEMM follow it): a timed or checked batch above it is refused before anything loads, naming
+// the list, the batch and the cap.
+TEST(CheckCli, ABatchAboveMaxNumSeqsIsRefused) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  const std::string model =
+      "check --device cuda --model " + testing::source_dir() + "/configs/models/qwen3-8b.json";
+  Result timed = run_binary(model +
+                            " --load-format dummy --timing --skip-invariance --decode-batches "
+                            "1,16,64 --max-num-seqs 32");
+  EXPECT_EQ(timed.rc, 1) << timed.out;
+  EXPECT_NE(timed.out.find("--decode-batches 1,16,64: batch 64 is more than --max-num-seqs 32 "
+                           "lets a step decode"),
+            std::string::npos)
+      << timed.out;
+  // The invariance check's default batches (1, 4, 8, 64).
+  Result checked = run_binary(model + " --load-format dummy --max-num-seqs 8");
+  EXPECT_EQ(checked.rc, 1) << checked.out;
+  EXPECT_NE(checked.out.find("--batch-sizes 1,4,8,64: batch 64 is more than --max-num-seqs 8"),
+            std::string::npos)
+      << checked.out;
+  Result zero = run_binary(model + " --load-format dummy --max-num-seqs 0");
+  EXPECT_EQ(zero.rc, 1) << zero.out;
+  EXPECT_NE(zero.out.find("--max-num-seqs must be at least 1, got 0"), std::string::npos)
+      << zero.out;
+}
+
 TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
   if (!std::filesystem::exists(PACELINE_BINARY)) {
     GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
