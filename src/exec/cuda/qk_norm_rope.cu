@@ -1,7 +1,11 @@
 // Per row: QK-norm (Qwen3), RoPE at the row's position (cos and sin scaled by YaRN's attention
 // factor), and the K/V store by slot mapping.
 // One warp per head; the head passes through shared memory because RoPE pairs element i with
-// i + head_dim / 2.
+// i + head_dim / 2. Every load a warp needs (its head of q or k, the norm's weights, the RoPE
+// frequencies, the row's position and slot, and for a K head its V) is issued before the first
+// is used: a decode step's launch of one row is bound by the loads' latency, and the weights and
+// frequencies come from HBM (the model's weights stream through L2 between two layers). The
+// arithmetic, and its order, is the loop's over memory.
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/kv_fp8.cuh"
@@ -12,9 +16,12 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxHeadDim = 512;
 
+// kPer elements of the head a lane (head_dim <= 32 kPer).
+template <int kPer>
 __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, const float* q_norm,
                                           const float* k_norm, float eps, const float* inv_freq,
                                           float rope_scale, RowInputs in, LayerCache cache) {
+  constexpr int kHalfPer = (kPer + 1) / 2;  // RoPE pairs a lane handles
   __shared__ float head_buf[kWarps][kMaxHeadDim];
   const int row = blockIdx.x;
   const int warp = threadIdx.x / 32;
@@ -31,25 +38,53 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
   const float* norm = is_q ? q_norm : k_norm;
   float* buf = head_buf[warp];
 
+  const int half = hd / 2;
+  const int kv_head = head - shape.num_heads;
+  const float* v = is_q ? nullptr : row_qkv + q_size + kv_size + kv_head * hd;  // a K head's V
+  // Every load first (see the top of the file).
+  const float pos = static_cast<float>(in.positions[row]);
+  const int64_t slot = in.slots[row];
+  float xs[kPer], gs[kPer], vs[kPer], fs[kHalfPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int d = lane + 32 * j;
+    const bool in_head = d < hd;
+    xs[j] = in_head ? x[d] : 0.0f;
+    gs[j] = in_head && norm != nullptr ? norm[d] : 0.0f;
+    vs[j] = in_head && !is_q ? v[d] : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < kHalfPer; ++j) {
+    const int i = lane + 32 * j;
+    fs[j] = i < half ? inv_freq[i] : 0.0f;
+  }
+
   float inv_rms = 1.0f;
   if (norm != nullptr) {
     float sum = 0.0f;
-    for (int d = lane; d < hd; d += 32) sum += x[d] * x[d];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      if (lane + 32 * j < hd) sum += xs[j] * xs[j];
+    }
     sum = warp_sum(sum);
     inv_rms = 1.0f / sqrtf(sum / static_cast<float>(hd) + eps);
   }
-  for (int d = lane; d < hd; d += 32) buf[d] = norm != nullptr ? norm[d] * (x[d] * inv_rms) : x[d];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int d = lane + 32 * j;
+    if (d < hd) buf[d] = norm != nullptr ? gs[j] * (xs[j] * inv_rms) : xs[j];
+  }
   __syncwarp();
 
-  const int half = hd / 2;
   int clamped = 0;  // FP8: this lane's stored values beyond e4m3's range (or NaN)
-  const float pos = static_cast<float>(in.positions[row]);
-  const int64_t slot = in.slots[row];
   const bool fp8 = cache.fp8();
   const int64_t k_at = slot * kv_size + (head - shape.num_heads) * hd;
   const bool store_k = !is_q && slot >= 0;
-  for (int i = lane; i < half; i += 32) {
-    const float angle = inv_freq[i] * pos;  // float32 product, as Hugging Face computes it
+#pragma unroll
+  for (int j = 0; j < kHalfPer; ++j) {
+    const int i = lane + 32 * j;
+    if (i >= half) break;
+    const float angle = fs[j] * pos;  // float32 product, as Hugging Face computes it
     // Hugging Face: cos and sin times the attention scaling (YaRN), rounded to float32.
     const float c = __fmul_rn(cosf(angle), rope_scale);
     const float s = __fmul_rn(sinf(angle), rope_scale);
@@ -70,16 +105,17 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
     }
   }
   if (!is_q && slot >= 0) {
-    const int kv_head = head - shape.num_heads;
-    const float* v = row_qkv + q_size + kv_size + kv_head * hd;
     const int64_t v_at = slot * kv_size + kv_head * hd;
-    if (fp8) {
-      for (int d = lane; d < hd; d += 32) {
-        cache.v8[v_at + d] = to_fp8(v[d]);
-        clamped += beyond_e4m3(v[d]);
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int d = lane + 32 * j;
+      if (d >= hd) break;
+      if (fp8) {
+        cache.v8[v_at + d] = to_fp8(vs[j]);
+        clamped += beyond_e4m3(vs[j]);
+      } else {
+        cache.v[v_at + d] = __float2bfloat16(vs[j]);
       }
-    } else {
-      for (int d = lane; d < hd; d += 32) cache.v[v_at + d] = __float2bfloat16(v[d]);
     }
   }
   // One atomic a warp (the whole warp gets here: its head is one warp's), and only when it
@@ -103,8 +139,22 @@ cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape
   if (rows > 0) {
     const int heads = shape.num_heads + shape.num_kv_heads;
     dim3 grid(rows, (heads + kWarps - 1) / kWarps);
-    qk_norm_rope_store_kernel<<<grid, kWarps * 32, 0, stream>>>(qkv, shape, q_norm, k_norm, eps,
-                                                                inv_freq, rope_scale, in, cache);
+    const auto run = [&](auto kernel) {
+      kernel<<<grid, kWarps * 32, 0, stream>>>(qkv, shape, q_norm, k_norm, eps, inv_freq,
+                                               rope_scale, in, cache);
+    };
+    const int per = (shape.head_dim + 31) / 32;
+    if (per <= 1) {
+      run(qk_norm_rope_store_kernel<1>);
+    } else if (per <= 2) {
+      run(qk_norm_rope_store_kernel<2>);
+    } else if (per <= 4) {
+      run(qk_norm_rope_store_kernel<4>);
+    } else if (per <= 8) {
+      run(qk_norm_rope_store_kernel<8>);
+    } else {
+      run(qk_norm_rope_store_kernel<16>);
+    }
   }
   return cudaGetLastError();
 }
