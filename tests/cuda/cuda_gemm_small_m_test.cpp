@@ -484,7 +484,12 @@ TEST(CudaGemmBench, SmallMAgainstCublas) {
     for (int64_t rows : {1, 8, 16, 32, 64, 128}) {
       double ms[2] = {0, 0};
       for (int path = 0; path < 2; ++path) {
-        const int64_t small = path == 0 ? rows : 0;
+        // Both paths time decode rows: the small-M kernel, or with it off cuBLASLt's decode rows'
+        // algorithm (chosen at 128 rows). Rows passed as not-small would be prefill rows and take
+        // the algorithm chosen at 8,192 rows instead (what this bench timed from 2026-12-03,
+        // when prefill rows got their own algorithm, to the fix).
+        g.set_small_m(path == 0);
+        const int64_t small = rows;
         size_t next = 0;
         std::vector<float> t;
         for (int i = 0; i <= kTimings; ++i) {
