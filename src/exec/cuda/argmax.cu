@@ -1,6 +1,8 @@
 // Greedy sampling on the GPU: the index of the largest logit, the lowest among equals (as
 // sample_greedy on the CPU, so both pick the same token from the same logits).
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/programmatic_launch.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -12,6 +14,7 @@ __device__ __forceinline__ bool better(float v, int i, float best_v, int best_i)
 }
 
 __global__ void argmax_kernel(const float* logits, int64_t vocab, int32_t* out) {
+  wait_for_prerequisites();  // the logits are the kernel ahead's (programmatic_launch.cuh)
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
   // Each thread scans its stride in increasing index, keeping the first maximum it meets.
   float best_v = -INFINITY;
@@ -60,7 +63,10 @@ __global__ void argmax_kernel(const float* logits, int64_t vocab, int32_t* out) 
 
 cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t* out,
                           cudaStream_t stream) {
-  if (rows > 0) argmax_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, out);
+  if (rows > 0) {
+    return launch_after_previous(ChainedKernel::kArgmax, argmax_kernel, dim3(rows), dim3(kThreads),
+                                 0, stream, logits, vocab, out);
+  }
   return cudaGetLastError();
 }
 

@@ -19,6 +19,7 @@
 
 #include "exec/cuda/attention_decode_merge.cuh"
 #include "exec/cuda/attention_decode_tile.cuh"
+#include "exec/cuda/programmatic_launch.cuh"
 
 namespace paceline::cuda {
 namespace decode {
@@ -37,8 +38,12 @@ __global__ void __launch_bounds__(WARPS * 32)
   int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES, FP8>());
   int4* info = reinterpret_cast<int4*>(prefix + prefix_ints(num_rows));
 
+  allow_dependent_launch();  // the merge may start meanwhile
   const int kv_heads = shape.num_kv_heads;
+  // The work list comes from the step's positions alone; K, V and q are the kernels' ahead
+  // (programmatic_launch.cuh).
   const int total = list_items(rows, num_rows, splits, kv_heads, in, prefix, info);
+  wait_for_prerequisites();
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int g = lane / 4;
@@ -198,15 +203,15 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
                                              splits.max_splits);
     float* acc = partial_acc + first * head_stride * HD;
     float* ml = partial_ml + first * head_stride * 2;
-    kernel<<<blocks, WARPS * 32, smem, stream>>>(qkv, rows + first, n, splits, shape, in, cache,
-                                                 acc, ml, out);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e =
+        launch_after_previous(ChainedKernel::kDecode, kernel, dim3(blocks), dim3(WARPS * 32), smem,
+                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out);
     if (e != cudaSuccess) return e;
     const int merge_smem = static_cast<int>(sizeof(float)) *
                            (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
-    merge_kernel<HD><<<dim3(n, shape.num_kv_heads), kMergeThreads, merge_smem, stream>>>(
-        acc, ml, rows + first, splits, shape, in, out);
-    e = cudaGetLastError();
+    e = launch_after_previous(ChainedKernel::kMerge, merge_kernel<HD>, dim3(n, shape.num_kv_heads),
+                              dim3(kMergeThreads), merge_smem, stream, acc, ml, rows + first,
+                              splits, shape, in, out);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -26,6 +26,10 @@ __global__ void __launch_bounds__(kMergeThreads)
   const int kv_head = blockIdx.y;
   const int row = rows[r];
   const int n = decode_split_plan(in.positions[row] + 1, splits).count;
+  // The pieces are the decode kernel's (programmatic_launch.cuh). Every block waits, also one with
+  // nothing to merge: a grid none of whose threads waited could end before the decode kernel
+  // does, and the kernel after it would only wait for this one.
+  wait_for_prerequisites();
   if (n <= 1) return;
   const int group = shape.num_heads / shape.num_kv_heads;
   const int64_t first =

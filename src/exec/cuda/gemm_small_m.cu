@@ -4,10 +4,8 @@
 
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "exec/cuda/device_utils.cuh"
+#include "exec/cuda/programmatic_launch.cuh"
 #include "exec/cuda/wgmma.cuh"
 #include "exec/cuda/wgmma_narrow.cuh"
 
@@ -92,6 +90,9 @@ __global__ void __launch_bounds__(kThreads, 3)
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t blocks_per_piece, int pieces) {
   extern __shared__ __align__(128) unsigned char smem[];
+  // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
+  // weights or inputs meanwhile; it waits for this one before reading y.
+  allow_dependent_launch();
   constexpr int kRowsX = NT * 8;
   constexpr int kStages = stages<NT>();
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -272,14 +273,6 @@ template <int NT, typename Out>
 cudaError_t configure() {
   return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
-}
-
-bool programmatic_launch() {
-  static const bool on = [] {
-    const char* v = std::getenv("PACELINE_PDL");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
 }
 
 // The launch of a call: grid (row groups, feature tiles, pieces), a cluster of the pieces of a

@@ -9,6 +9,7 @@
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/kv_fp8.cuh"
+#include "exec/cuda/programmatic_launch.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -23,6 +24,7 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
                                           float rope_scale, RowInputs in, LayerCache cache) {
   constexpr int kHalfPer = (kPer + 1) / 2;  // RoPE pairs a lane handles
   __shared__ float head_buf[kWarps][kMaxHeadDim];
+  allow_dependent_launch();  // the decode attention may list its work meanwhile
   const int row = blockIdx.x;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -44,19 +46,26 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
   // Every load first (see the top of the file).
   const float pos = static_cast<float>(in.positions[row]);
   const int64_t slot = in.slots[row];
+  // The norm's weights and the frequencies do not depend on the kernel ahead, the head does
+  // (programmatic_launch.cuh).
   float xs[kPer], gs[kPer], vs[kPer], fs[kHalfPer];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int d = lane + 32 * j;
-    const bool in_head = d < hd;
-    xs[j] = in_head ? x[d] : 0.0f;
-    gs[j] = in_head && norm != nullptr ? norm[d] : 0.0f;
-    vs[j] = in_head && !is_q ? v[d] : 0.0f;
+    gs[j] = d < hd && norm != nullptr ? norm[d] : 0.0f;
   }
 #pragma unroll
   for (int j = 0; j < kHalfPer; ++j) {
     const int i = lane + 32 * j;
     fs[j] = i < half ? inv_freq[i] : 0.0f;
+  }
+  wait_for_prerequisites();
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int d = lane + 32 * j;
+    const bool in_head = d < hd;
+    xs[j] = in_head ? x[d] : 0.0f;
+    vs[j] = in_head && !is_q ? v[d] : 0.0f;
   }
 
   float inv_rms = 1.0f;
@@ -140,21 +149,16 @@ cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape
     const int heads = shape.num_heads + shape.num_kv_heads;
     dim3 grid(rows, (heads + kWarps - 1) / kWarps);
     const auto run = [&](auto kernel) {
-      kernel<<<grid, kWarps * 32, 0, stream>>>(qkv, shape, q_norm, k_norm, eps, inv_freq,
-                                               rope_scale, in, cache);
+      return launch_after_previous(ChainedKernel::kQk, kernel, grid, dim3(kWarps * 32), 0, stream,
+                                   qkv, shape, q_norm, k_norm, eps, inv_freq, rope_scale, in,
+                                   cache);
     };
     const int per = (shape.head_dim + 31) / 32;
-    if (per <= 1) {
-      run(qk_norm_rope_store_kernel<1>);
-    } else if (per <= 2) {
-      run(qk_norm_rope_store_kernel<2>);
-    } else if (per <= 4) {
-      run(qk_norm_rope_store_kernel<4>);
-    } else if (per <= 8) {
-      run(qk_norm_rope_store_kernel<8>);
-    } else {
-      run(qk_norm_rope_store_kernel<16>);
-    }
+    if (per <= 1) return run(qk_norm_rope_store_kernel<1>);
+    if (per <= 2) return run(qk_norm_rope_store_kernel<2>);
+    if (per <= 4) return run(qk_norm_rope_store_kernel<4>);
+    if (per <= 8) return run(qk_norm_rope_store_kernel<8>);
+    return run(qk_norm_rope_store_kernel<16>);
   }
   return cudaGetLastError();
 }

@@ -8,6 +8,7 @@
 // same order as the loop over memory would, so the bits are the loop's. Wider rows take the loop.
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/programmatic_launch.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -36,12 +37,20 @@ __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
   const float* in = x + src * width;
   // The row (and with kPrefetch the norm's weights), every load issued before the first is used
   // (the weights' latency then overlaps the row's and the block's sum instead of following it).
+  // The weights first: they do not depend on the kernel ahead (programmatic_launch.cuh).
   float v[kPer], g[kPrefetch ? kPer : 1];
+  if constexpr (kPrefetch) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
+      g[j] = i < width ? weight[i] : 0.0f;
+    }
+  }
+  wait_for_prerequisites();
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
     v[j] = i < width ? in[i] : 0.0f;
-    if constexpr (kPrefetch) g[j] = i < width ? weight[i] : 0.0f;
   }
   float sum = 0.0f;
 #pragma unroll
@@ -71,6 +80,7 @@ __global__ void rms_norm_loop_kernel(const float* x, const int32_t* gather, cons
   const int64_t row = blockIdx.x;
   const int64_t src = gather != nullptr ? gather[row] : row;
   const float* in = x + src * width;
+  wait_for_prerequisites();
   float sum = 0.0f;
   for (int64_t i = threadIdx.x; i < width; i += kThreads) sum += in[i] * in[i];
   const float inv_rms = inverse_rms(sum, width, eps);
@@ -86,22 +96,26 @@ cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* 
                             int64_t width, float eps, int rows, bf16* out, cudaStream_t stream) {
   if (rows <= 0) return cudaGetLastError();
   const int64_t per = (width + kThreads - 1) / kThreads;
+  const auto run = [&](auto kernel) {
+    return launch_after_previous(ChainedKernel::kNorm, kernel, dim3(rows), dim3(kThreads), 0,
+                                 stream, x, gather, weight, width, eps, out);
+  };
   const auto registers = [&](auto kernel_few, auto kernel_many) {
-    (rows <= kPrefetchRows ? kernel_few : kernel_many)<<<rows, kThreads, 0, stream>>>(
-        x, gather, weight, width, eps, out);
+    return run(rows <= kPrefetchRows ? kernel_few : kernel_many);
   };
   if (per <= 4) {
-    registers(rms_norm_registers_kernel<4, true>, rms_norm_registers_kernel<4, false>);
-  } else if (per <= 8) {
-    registers(rms_norm_registers_kernel<8, true>, rms_norm_registers_kernel<8, false>);
-  } else if (per <= 16) {
-    registers(rms_norm_registers_kernel<16, true>, rms_norm_registers_kernel<16, false>);
-  } else if (per <= 32) {
-    registers(rms_norm_registers_kernel<32, true>, rms_norm_registers_kernel<32, false>);
-  } else {
-    rms_norm_loop_kernel<<<rows, kThreads, 0, stream>>>(x, gather, weight, width, eps, out);
+    return registers(rms_norm_registers_kernel<4, true>, rms_norm_registers_kernel<4, false>);
   }
-  return cudaGetLastError();
+  if (per <= 8) {
+    return registers(rms_norm_registers_kernel<8, true>, rms_norm_registers_kernel<8, false>);
+  }
+  if (per <= 16) {
+    return registers(rms_norm_registers_kernel<16, true>, rms_norm_registers_kernel<16, false>);
+  }
+  if (per <= 32) {
+    return registers(rms_norm_registers_kernel<32, true>, rms_norm_registers_kernel<32, false>);
+  }
+  return run(rms_norm_loop_kernel);
 }
 
 cudaError_t launch_rms_norm_loop(const float* x, const int32_t* gather, const float* weight,

@@ -7,6 +7,7 @@
 
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
+#include "exec/cuda/programmatic_launch.cuh"
 
 namespace paceline::cuda {
 namespace {
@@ -19,6 +20,7 @@ __device__ __forceinline__ float silu_times(float g, float u) { return g / (1.0f
 // a 128k-token prefill chunk has), the width in the second.
 __global__ void swiglu_kernel(const float* gate_up, int64_t width, bf16* out) {
   allow_dependent_launch();  // the down projection may fetch its weights meanwhile
+  wait_for_prerequisites();  // gate_up is the kernel ahead's (programmatic_launch.cuh)
   const int64_t row = blockIdx.x;
   const float* gate = gate_up + row * 2 * width;
   const float* up = gate + width;
@@ -31,6 +33,7 @@ __global__ void swiglu_kernel(const float* gate_up, int64_t width, bf16* out) {
 // width % 4 == 0: element groups of four.
 __global__ void swiglu4_kernel(const float* gate_up, int64_t width, bf16* out) {
   allow_dependent_launch();
+  wait_for_prerequisites();
   const int64_t row = blockIdx.x;
   const auto* gate = reinterpret_cast<const float4*>(gate_up + row * 2 * width);
   const auto* up = reinterpret_cast<const float4*>(gate_up + row * 2 * width + width);
@@ -57,12 +60,12 @@ cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* o
   if (width % 4 == 0 && aligned(gate_up, 16) && aligned(out, 8)) {
     const int64_t groups = width / 4;
     const int blocks_y = static_cast<int>(std::min<int64_t>(65535, (groups + kThreads - 1) / kThreads));
-    swiglu4_kernel<<<dim3(rows, blocks_y), kThreads, 0, stream>>>(gate_up, width, out);
-  } else {
-    const int blocks_y = static_cast<int>(std::min<int64_t>(65535, (width + 1023) / 1024));
-    swiglu_kernel<<<dim3(rows, blocks_y), kThreads, 0, stream>>>(gate_up, width, out);
+    return launch_after_previous(ChainedKernel::kSwiglu, swiglu4_kernel, dim3(rows, blocks_y),
+                                 dim3(kThreads), 0, stream, gate_up, width, out);
   }
-  return cudaGetLastError();
+  const int blocks_y = static_cast<int>(std::min<int64_t>(65535, (width + 1023) / 1024));
+  return launch_after_previous(ChainedKernel::kSwiglu, swiglu_kernel, dim3(rows, blocks_y),
+                               dim3(kThreads), 0, stream, gate_up, width, out);
 }
 
 }  // namespace paceline::cuda
