@@ -10,9 +10,9 @@ namespace paceline::cuda {
 enum class ChainedKernel { kNorm, kQk, kDecode, kMerge, kSwiglu, kArgmax };
 
 // The kernels chained when PACELINE_PDL_CHAIN is unset: the ones that never made a step slower on
-// the H200 (docs/performance.md, session 19). The decode attention and its merge are left out:
-// chained with the rest they made decode batch 64 at 1k and every 32k step slower.
-inline constexpr const char* kDefaultChain = "norm,qk,swiglu,argmax";
+// the H200 (docs/performance.md, sessions 19 and 20). The decode attention is left out: chained
+// with the rest it made decode batch 64 at 1k and every 32k step slower.
+inline constexpr const char* kDefaultChain = "norm,qk,merge,swiglu,argmax";
 
 // Whether PACELINE_PDL_CHAIN's value names `kernel`: a comma-separated list of norm, qk, decode,
 // merge, swiglu and argmax, or "1" for all of them, or "0" (or empty) for none; nullptr (unset)

@@ -13,10 +13,10 @@
 // The small-M GEMM has always been launched this way (PACELINE_PDL=0: ordinary launches). The
 // kernels between the GEMMs of a decode step are launched this way when PACELINE_PDL_CHAIN
 // names them (and PACELINE_PDL is not 0): a comma-separated list of norm, qk, decode, merge,
-// swiglu and argmax, 1 for all of them, 0 for none; unset, the norms, QK-norm + RoPE, SwiGLU and
-// argmax (programmatic_chain.h). On the H200 that set made no step slower (decode batch 1 at 1k
-// and at 32k 4% faster); with the decode attention and its merge as well, batch 64 at 1k and the
-// 32k steps were 4-8% slower (docs/performance.md, sessions 18 and 19). Either way the
+// swiglu and argmax, 1 for all of them, 0 for none; unset, the norms, QK-norm + RoPE, the decode
+// merge, SwiGLU and argmax (programmatic_chain.h). On the H200 that set made no step slower
+// (decode batch 1 at 1k and at 32k 5% faster); with the decode attention as well, batch 64 at
+// 1k and the 32k steps were 4-9% slower (docs/performance.md, sessions 18 to 20). Either way the
 // arithmetic, and so every bit, is the same.
 #include <cuda_runtime.h>
 

@@ -24,7 +24,6 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
                                           float rope_scale, RowInputs in, LayerCache cache) {
   constexpr int kHalfPer = (kPer + 1) / 2;  // RoPE pairs a lane handles
   __shared__ float head_buf[kWarps][kMaxHeadDim];
-  allow_dependent_launch();  // the decode attention may list its work meanwhile
   const int row = blockIdx.x;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -136,6 +135,10 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
       if (lane == 0) atomicAdd(cache.fp8_clamped, static_cast<unsigned long long>(total));
     }
   }
+  // The decode attention after it (launched programmatically when PACELINE_PDL_CHAIN names it)
+  // may start once every block of this one is here: it is a persistent grid that fills every SM,
+  // and started earlier its waiting blocks would hold the SMs this kernel's later blocks need.
+  allow_dependent_launch();
 }
 
 }  // namespace
