@@ -5,13 +5,14 @@
 // is of the FP8 bytes). Runs only with PACELINE_DECODE_BENCH=1 (it takes 52 GB and a few
 // minutes); PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production bf16 and
 // FP8 only (for ncu); PACELINE_DECODE_BENCH_PRODUCTION=1 times every case, production bf16 and
-// FP8 only.
+// FP8 only; PACELINE_DECODE_BENCH_PLANS adds plans (below).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
 // launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,7 @@ double time_graph(cudaStream_t stream, int launches, const std::function<void()>
 struct Config {
   std::string name;
   int warps = 0, stages = 0;  // 0: the production launcher
-  cuda::DecodeSplits splits = cuda::kDecodePlan;
+  cuda::DecodeSplits splits = cuda::kDecodePlanBf16;
   bool fp8 = false;  // the FP8 cache (production launcher)
 };
 
@@ -108,13 +109,35 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
                                      std::min(cb, half / 2 - at), cudaMemcpyDeviceToDevice));
     }
   }
-  const std::vector<Config> configs = {
-      {"production (4 warps, 2 stages, 16 x >=128)", 0, 0, cuda::kDecodePlan},
-      {"fp8 production (4 warps, 4 stages, 16 x >=128)", 0, 0, cuda::kDecodePlan, true},
-      {"4 warps, 3 stages", 4, 3, cuda::kDecodePlan},
+  const auto plan_name = [](cuda::DecodeSplits p) {
+    return std::to_string(p.max_splits) + " x >=" + std::to_string(p.min_chunk);
+  };
+  std::vector<Config> configs = {
+      {"production (4 warps, 2 stages, " + plan_name(cuda::kDecodePlanBf16) + ")", 0, 0,
+       cuda::kDecodePlanBf16},
+      {"fp8 production (4 warps, 4 stages, " + plan_name(cuda::kDecodePlanFp8) + ")", 0, 0,
+       cuda::kDecodePlanFp8, true},
+      {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},
   };
+  // PACELINE_DECODE_BENCH_PLANS="MAX,MIN;MAX,MIN;...": those plans too, bf16 and FP8, timed with
+  // the production ones (also under PACELINE_DECODE_BENCH_PRODUCTION).
+  int most_splits = 64;
+  if (const char* plans = std::getenv("PACELINE_DECODE_BENCH_PLANS")) {
+    std::string all = plans;
+    for (size_t at = 0; at <= all.size();) {
+      const size_t end = std::min(all.find(';', at), all.size());
+      std::string error;
+      const std::optional<cuda::DecodeSplits> p =
+          cuda::decode_splits_from(all.substr(at, end - at).c_str(), false, &error);
+      ASSERT_TRUE(p.has_value()) << error;
+      configs.push_back({"production plan " + plan_name(*p), 0, 0, *p});
+      configs.push_back({"fp8 production plan " + plan_name(*p), 0, 0, *p, true});
+      most_splits = std::max(most_splits, p->max_splits);
+      at = end + 1;
+    }
+  }
   int only_ctx = 0, only_batch = 0;
   if (const char* only = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
     ASSERT_EQ(std::sscanf(only, "%d,%d", &only_ctx, &only_batch), 2) << only;
@@ -139,7 +162,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       testing::FastRandom rng(7);
       for (float& x : q) x = 4.0f * rng.uniform();
       DeviceBuffer qkv = testing::upload(q);
-      const size_t parts = static_cast<size_t>(batch) * shape.num_heads * 64;
+      const size_t parts = static_cast<size_t>(batch) * shape.num_heads * most_splits;
       DeviceBuffer acc(parts * shape.head_dim * 4), ml(parts * 8);
       DeviceBuffer out(contexts.size() * static_cast<size_t>(shape.num_heads) * shape.head_dim * 2);
       const cuda::LayerCache bf16_cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};

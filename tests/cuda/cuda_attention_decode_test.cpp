@@ -25,7 +25,7 @@ using testing::DecodeRows;
 struct Problem {
   AttentionShape shape;
   int block_size = 16;
-  cuda::DecodeSplits splits = cuda::kDecodePlan;
+  cuda::DecodeSplits splits = cuda::kDecodePlanBf16;
   std::vector<int> ctx;  // per row; 0 is a padding row
   std::vector<std::vector<int32_t>> tables;
   std::vector<uint16_t> k, v;  // bf16 [slots][kv_heads][head_dim]
@@ -255,7 +255,7 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
       {{4, 1, 16}, 16, kShort},
   };
   uint64_t seed = 500;
-  for (const Case& c : cases) expect_fp8_matches_bf16(c, cuda::kDecodePlan, seed++);
+  for (const Case& c : cases) expect_fp8_matches_bf16(c, cuda::kDecodePlanFp8, seed++);
 }
 
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {

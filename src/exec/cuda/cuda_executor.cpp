@@ -133,7 +133,7 @@ KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
     const auto used = static_cast<int64_t>(total_bytes - free_bytes);
     const int64_t activations =
         (o.max_num_batched_tokens + graph_rows) * Activations::bytes_per_row(c) +
-        (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, kDecodeSplits) +
+        (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, decode_splits_for(o.fp8_kv_cache).max_splits) +
         (kEagerLogitRows + graph_rows) * Activations::bytes_per_logit_row(c) +
         (int64_t{1} << 30);
     bytes = static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -
@@ -224,7 +224,7 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   m.limits.prefill_tile_rows =
       prefill_tile_rows(m.model.attention_shape(), m.model.prefill_precision());
   m.eager_acts.reserve(config, options.max_num_batched_tokens, kEagerDecodeRows, kEagerLogitRows,
-                       kDecodeSplits);
+                       m.model.decode_splits().max_splits);
 
   const int64_t max_len = options.max_model_len > 0 ? options.max_model_len
                                                      : config.max_position_embeddings;
@@ -359,7 +359,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     HostStep h = host_step_from_plan(plan, m.limits);
     num_logits = static_cast<int>(h.logit_rows.size());
     m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
-                         std::max(1, num_logits), kDecodeSplits);
+                         std::max(1, num_logits), m.model.decode_splits().max_splits);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
     std::vector<BlockCopy> failed =
         enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);

@@ -1,5 +1,8 @@
 #include "exec/cuda/cuda_model.h"
 
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -29,6 +32,14 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
                                  cudaMemcpyHostToDevice));
 }
 
+DecodeSplits decode_splits_for(bool fp8) {
+  std::string error;
+  const std::optional<DecodeSplits> s =
+      decode_splits_from(std::getenv("PACELINE_DECODE_SPLITS"), fp8, &error);
+  if (!s) fail("{}", error);
+  return *s;
+}
+
 AttentionShape CudaModel::attention_shape() const {
   return {static_cast<int>(config_.num_attention_heads),
           static_cast<int>(config_.num_key_value_heads), static_cast<int>(config_.head_dim)};
@@ -41,6 +52,7 @@ int64_t CudaModel::kv_bytes_per_block() const {
 void CudaModel::allocate_kv_cache(KvCacheShape shape, bool fp8) {
   kv_shape_ = shape;
   kv_fp8_ = fp8;
+  decode_splits_ = decode_splits_for(fp8);
   const auto bytes = static_cast<size_t>(config_.kv_bytes_per_token(kv_element_bytes()) *
                                          shape.block_size * shape.num_blocks);
   kv_cache_ = DeviceBuffer(bytes);
@@ -108,7 +120,7 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
         cache, stream_));
     if (n.decode_rows > 0) {
       PACELINE_CUDA_CHECK(launch_attention_decode(
-          a.qkv.as<float>(), in.decode_rows(), n.decode_rows, kDecodePlan, shape, rows, cache,
+          a.qkv.as<float>(), in.decode_rows(), n.decode_rows, decode_splits_, shape, rows, cache,
           a.partial_acc.as<float>(), a.partial_ml.as<float>(), a.attn.as<bf16>(), stream_));
     }
     if (n.tiles > 0) {

@@ -19,15 +19,10 @@
 
 namespace paceline::cuda {
 
-// The decode attention's split plan (kernels.h: decode_split_plan): at most kDecodeSplits pieces
-// of at least kDecodeMinChunk keys per (row, KV head). Fixed, so that a row's plan depends on its
-// own context only, never on the batch. 16 pieces x 8 KV heads put a block on 128 of the H200's
-// 132 SMs at batch 1 from 2k keys up. 32 pieces were 3-5% slower at 8k from batch 4 (each piece
-// costs a few memory round trips that stream nothing), 6-10% faster at batch 1 from 32k, within
-// 5% elsewhere (docs/performance.md). kDecodeSplits also sizes the partials (Activations).
-inline constexpr int kDecodeSplits = 16;
-inline constexpr int kDecodeMinChunk = 128;
-inline constexpr DecodeSplits kDecodePlan{kDecodeSplits, kDecodeMinChunk};
+
+// The decode split plan of a cache of FP8 (else bf16) elements, PACELINE_DECODE_SPLITS applied;
+// fails with the variable's error when it is malformed.
+DecodeSplits decode_splits_for(bool fp8);
 
 struct StepCounts {
   int rows = 0;
@@ -65,6 +60,10 @@ class CudaModel {
   void forward(const StepCounts& counts, const StepBuffers& in, Activations& acts);
 
   // The prefill attention's operands (kernels.h); set before the first forward.
+  // The decode attention's split plan (decode_split_plan.h): the cache type's, unless
+  // PACELINE_DECODE_SPLITS names another; set by allocate_kv_cache. Its max_splits sizes the
+  // partials (Activations).
+  DecodeSplits decode_splits() const { return decode_splits_; }
   void set_prefill_precision(PrefillPrecision p) { prefill_precision_ = p; }
   PrefillPrecision prefill_precision() const { return prefill_precision_; }
 
@@ -87,6 +86,7 @@ class CudaModel {
   bool kv_fp8_ = false;
   DeviceBuffer fp8_clamped_;  // one unsigned long long (FP8 cache only)
   PrefillPrecision prefill_precision_ = PrefillPrecision::bf16;
+  DecodeSplits decode_splits_ = kDecodePlanBf16;
 };
 
 }  // namespace paceline::cuda

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "exec/cuda/decode_split_plan.h"
 #include "exec/logit_adjustment.h"
 
 namespace paceline::cuda {
@@ -70,38 +71,12 @@ cudaError_t launch_qk_norm_rope_store(float* qkv, int rows, AttentionShape shape
 
 // Decode attention (one query token per row, causal over the row's own context) for the rows
 // listed in `rows`. A row of context ctx is cut into decode_split_plan(ctx, splits).count pieces
-// of `chunk` keys; each (row, KV head, piece) is one work item, and a persistent grid works
+// of `chunk` keys (decode_split_plan.h); each (row, KV head, piece) is one work item, and a persistent grid works
 // through the items (attention_decode.cu). The plan depends only on the row's own context and
 // the fixed constants in `splits`, never on the batch, so a row gets the same bits in any batch,
 // eager or replayed from a CUDA graph. partial_acc: [num_rows][num_heads][max_splits][head_dim],
 // partial_ml: [..][max_splits][2] (scratch). head_dim must be 16, 32, 64, 128 or 256, the group
 // <= 8, KV heads <= 64.
-struct DecodeSplits {
-  int max_splits = 16;  // pieces per row at most (the partials' stride)
-  int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
-};
-
-struct DecodeSplitPlan {
-  int count = 0;  // pieces with keys
-  int chunk = 0;  // keys per piece (the last may have fewer)
-};
-
-#if defined(__CUDACC__)
-#define PACELINE_HOST_DEVICE __host__ __device__
-#else
-#define PACELINE_HOST_DEVICE
-#endif
-
-// Enough pieces to spread a long context over the GPU at batch 1, each a multiple of 64 keys
-// (4 warps x 16-key tiles), never shorter than min_chunk unless the context is.
-PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSplits s) {
-  if (ctx <= 0) return {0, 0};
-  int n = (ctx + s.min_chunk - 1) / s.min_chunk;
-  if (n > s.max_splits) n = s.max_splits;
-  const int chunk = ((ctx + n - 1) / n + 63) / 64 * 64;
-  return {(ctx + chunk - 1) / chunk, chunk};
-}
-
 bool decode_attention_supported(AttentionShape shape);
 // Writes out ([rows][q_size], bf16) for the listed rows; rows without keys (padding) get zeros.
 // Two kernels: the attention over the pieces, then their merge.

@@ -1,0 +1,69 @@
+// The decode attention's split plan and the PACELINE_DECODE_SPLITS override
+// (src/exec/cuda/decode_split_plan.h).
+#include "exec/cuda/decode_split_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace paceline::cuda {
+namespace {
+
+TEST(DecodeSplitPlan, ShortContextsArePiecesOfTheLeastChunk) {
+  // 1,024 keys at >= 128 a piece: eight pieces of 128.
+  const DecodeSplitPlan p = decode_split_plan(1024, {16, 128});
+  EXPECT_EQ(p.count, 8);
+  EXPECT_EQ(p.chunk, 128);
+  // Fewer keys than a piece: one piece of whole 64-key rounds.
+  const DecodeSplitPlan one = decode_split_plan(100, {16, 128});
+  EXPECT_EQ(one.count, 1);
+  EXPECT_EQ(one.chunk, 128);
+  EXPECT_EQ(decode_split_plan(0, {16, 128}).count, 0);
+}
+
+TEST(DecodeSplitPlan, LongContextsAreCutIntoTheMostPiecesAndCoverEveryKey) {
+  for (const DecodeSplits s : {DecodeSplits{16, 128}, DecodeSplits{64, 256}, DecodeSplits{128, 128}}) {
+    for (const int ctx : {1, 63, 64, 65, 1000, 4097, 32768, 33000, 131071, 131072}) {
+      const DecodeSplitPlan p = decode_split_plan(ctx, s);
+      EXPECT_GE(p.count, 1);
+      EXPECT_LE(p.count, s.max_splits);
+      EXPECT_EQ(p.chunk % 64, 0);
+      EXPECT_GE(p.count * p.chunk, ctx) << ctx;          // every key is in a piece
+      EXPECT_LT((p.count - 1) * p.chunk, ctx) << ctx;    // and every piece has keys
+    }
+  }
+  EXPECT_EQ(decode_split_plan(131072, {64, 256}).count, 64);
+  EXPECT_EQ(decode_split_plan(131072, {64, 256}).chunk, 2048);
+}
+
+TEST(DecodeSplits, UnsetGivesThePlanOfTheCacheType) {
+  std::string error;
+  const auto bf16 = decode_splits_from(nullptr, false, &error);
+  const auto fp8 = decode_splits_from(nullptr, true, &error);
+  ASSERT_TRUE(bf16 && fp8);
+  EXPECT_EQ(bf16->max_splits, kDecodePlanBf16.max_splits);
+  EXPECT_EQ(bf16->min_chunk, kDecodePlanBf16.min_chunk);
+  EXPECT_EQ(fp8->max_splits, kDecodePlanFp8.max_splits);
+  EXPECT_EQ(fp8->min_chunk, kDecodePlanFp8.min_chunk);
+  EXPECT_TRUE(error.empty());
+}
+
+TEST(DecodeSplits, AValueNamesTheMostPiecesAndTheLeastChunk) {
+  std::string error;
+  const auto s = decode_splits_from("64,256", true, &error);
+  ASSERT_TRUE(s.has_value()) << error;
+  EXPECT_EQ(s->max_splits, 64);
+  EXPECT_EQ(s->min_chunk, 256);
+}
+
+TEST(DecodeSplits, MalformedValuesAreErrorsThatQuoteThem) {
+  for (const char* bad : {"", "64", "64,", "x,128", "0,128", "257,128", "16,8", "16,128,1",
+                          "16,128x", "-4,128"}) {
+    std::string error;
+    EXPECT_FALSE(decode_splits_from(bad, false, &error).has_value()) << bad;
+    EXPECT_NE(error.find(std::string("\"") + bad + "\""), std::string::npos) << error;
+  }
+}
+
+}  // namespace
+}  // namespace paceline::cuda
