@@ -3,7 +3,7 @@
 // contexts 1k, 8k, 32k and 128k and batches 1, 4, 16 and 64, for the production plan and pipeline
 // and a few others, and for an FP8 (e4m3) cache of the same shape (its bytes are half: the share
 // is of the FP8 bytes). Runs only with PACELINE_DECODE_BENCH=1 (it takes 52 GB and a few
-// minutes); PACELINE_DECODE_BENCH_ONLY=context,batch times that case alone, production bf16 and
+// minutes); PACELINE_DECODE_BENCH_ONLY=context,batch[;context,batch...] times those cases alone, production bf16 and
 // FP8 only (for ncu); PACELINE_DECODE_BENCH_PRODUCTION=1 times every case, production bf16 and
 // FP8 only; PACELINE_DECODE_BENCH_PLANS adds plans (below).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -138,10 +140,19 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       at = end + 1;
     }
   }
-  int only_ctx = 0, only_batch = 0;
-  if (const char* only = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
-    ASSERT_EQ(std::sscanf(only, "%d,%d", &only_ctx, &only_batch), 2) << only;
+  // PACELINE_DECODE_BENCH_ONLY="CTX,BATCH" or a list "CTX,BATCH;CTX,BATCH;...".
+  std::vector<std::pair<int, int>> only;
+  if (const char* list = std::getenv("PACELINE_DECODE_BENCH_ONLY")) {
+    for (const char* p = list; *p != 0;) {
+      int ctx = 0, batch = 0;
+      ASSERT_EQ(std::sscanf(p, "%d,%d", &ctx, &batch), 2) << list;
+      only.emplace_back(ctx, batch);
+      const char* next = std::strchr(p, ';');
+      if (next == nullptr) break;
+      p = next + 1;
+    }
   }
+  const bool only_some = !only.empty();
   const bool production_only = std::getenv("PACELINE_DECODE_BENCH_PRODUCTION") != nullptr;
   cudaStream_t stream;
   PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -149,7 +160,9 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
               "%% of 4.275 TB/s |\n");
   for (int ctx : {1024, 8192, 32768, 131072}) {
     for (int batch : {1, 4, 16, 64}) {
-      if (only_ctx != 0 && (ctx != only_ctx || batch != only_batch)) continue;
+      if (only_some && std::find(only.begin(), only.end(), std::make_pair(ctx, batch)) == only.end()) {
+        continue;
+      }
       const double bytes = static_cast<double>(batch) * ctx * token_bytes;
       const int rot = static_cast<int>(std::clamp(2e9 / bytes, 1.0, 32.0));
       const int launches = std::max(rot, bytes > 4e9 ? 3 : 10);
@@ -168,7 +181,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       const cuda::LayerCache bf16_cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
       const cuda::LayerCache fp8_cache = testing::fp8_layer_cache(k8, v8, bs);
       for (const Config& c : configs) {
-        if ((only_ctx != 0 || production_only) && c.name.find("production") == std::string::npos) {
+        if ((only_some || production_only) && c.name.find("production") == std::string::npos) {
           continue;
         }
         const cuda::LayerCache& cache = c.fp8 ? fp8_cache : bf16_cache;

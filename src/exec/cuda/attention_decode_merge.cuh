@@ -2,7 +2,7 @@
 // The merge of a row's pieces (attention_decode.cu launches it after the decode kernel): one
 // block per (row, KV head), the pieces combined in piece order, so the result depends only on
 // the row's own plan. Rows of one piece (their output is written by the decode kernel) and
-// padding rows return at once. Loads go out 16 pieces at a time, four elements per lane, so a
+// padding rows return at once. Loads go out 32 pieces at a time, four elements per lane, so a
 // merge costs a few memory round trips whatever the piece count; fusing it into the decode
 // kernel (the last block of a row merging) cost two round trips per work item instead.
 #include <cmath>
@@ -13,7 +13,7 @@
 namespace paceline::cuda::decode {
 
 constexpr int kMergeThreads = 128;
-constexpr int kMergeBatch = 16;  // pieces loaded per round trip
+constexpr int kMergeBatch = 32;  // pieces loaded per round trip (the adds stay in piece order)
 
 template <int HD>
 __global__ void __launch_bounds__(kMergeThreads)
