@@ -186,15 +186,16 @@ TEST(CudaDecodeAttention, MatchesReferenceAcrossShapesAndContexts) {
 
 TEST(CudaDecodeAttention, OtherSplitPlansMatchReference) {
   PACELINE_REQUIRE_GPU();
+  // The last has the long regime from 2k keys on: 9,000 keys are 18 pieces of 512.
   for (cuda::DecodeSplits s : {cuda::DecodeSplits{1, 128}, cuda::DecodeSplits{4, 64},
-                               cuda::DecodeSplits{64, 256}}) {
+                               cuda::DecodeSplits{64, 256}, cuda::DecodeSplits{48, 64, 4, 512}}) {
     Problem p({32, 8, 128}, 16, kShort, 40 + s.max_splits);
     p.splits = s;
     OnDevice d(p);
     d.run({});
     const double e = check_against_reference(p, d.result());
-    std::printf("[ decode ] plan %d x >= %d keys: worst relative error %.2e\n", s.max_splits,
-                s.min_chunk, e);
+    std::printf("[ decode ] plan %d x >= %d keys (long: %d, a piece per %d): worst relative "
+                "error %.2e\n", s.max_splits, s.min_chunk, s.short_splits, s.long_chunk, e);
   }
 }
 
@@ -260,8 +261,9 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
 
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
   PACELINE_REQUIRE_GPU();
+  // The last has the long regime from 2k keys on: 9,000 keys are 18 pieces of 512.
   for (cuda::DecodeSplits s : {cuda::DecodeSplits{1, 128}, cuda::DecodeSplits{4, 64},
-                               cuda::DecodeSplits{64, 256}}) {
+                               cuda::DecodeSplits{64, 256}, cuda::DecodeSplits{48, 64, 4, 512}}) {
     expect_fp8_matches_bf16({{32, 8, 128}, 16, kShort}, s, 600 + s.max_splits);
     expect_fp8_matches_bf16({{8, 8, 256}, 7, kShort}, s, 700 + s.max_splits);
   }

@@ -56,9 +56,32 @@ TEST(DecodeSplits, AValueNamesTheMostPiecesAndTheLeastChunk) {
   EXPECT_EQ(s->min_chunk, 256);
 }
 
+TEST(DecodeSplits, FourValuesAddTheLongRegime) {
+  std::string error;
+  const auto s = decode_splits_from("32,128,16,1024", false, &error);
+  ASSERT_TRUE(s.has_value()) << error;
+  EXPECT_EQ(s->max_splits, 32);
+  EXPECT_EQ(s->min_chunk, 128);
+  EXPECT_EQ(s->short_splits, 16);
+  EXPECT_EQ(s->long_chunk, 1024);
+}
+
+TEST(DecodeSplitPlan, TheLongRegimeKeepsShortContextsAndAddsPiecesPastIt) {
+  const DecodeSplits s{32, 128, 16, 1024};
+  EXPECT_EQ(decode_split_plan(1024, s).count, 8);    // as {16, 128}: pieces of 128
+  EXPECT_EQ(decode_split_plan(8192, s).count, 16);   // as {16, 128}: pieces of 512
+  EXPECT_EQ(decode_split_plan(16384, s).count, 16);  // 16 long chunks: still 16
+  EXPECT_EQ(decode_split_plan(24576, s).count, 24);  // a piece per 1,024 keys
+  EXPECT_EQ(decode_split_plan(32768, s).count, 32);
+  EXPECT_EQ(decode_split_plan(131072, s).count, 32);  // at most 32
+  EXPECT_EQ(decode_split_plan(131072, s).chunk, 4096);
+}
+
 TEST(DecodeSplits, MalformedValuesAreErrorsThatQuoteThem) {
   for (const char* bad : {"", "64", "64,", "x,128", "0,128", "257,128", "16,8", "16,128,1",
-                          "16,128x", "-4,128"}) {
+                          "16,128x", "-4,128", "16, 128", "32,128,16", "32,128,0,1024",
+                          "32,128,33,1024", "32,128,16,64", "32,128,16,1024,1",
+                          "32,128,16,9999999"}) {
     std::string error;
     EXPECT_FALSE(decode_splits_from(bad, false, &error).has_value()) << bad;
     EXPECT_NE(error.find(std::string("\"") + bad + "\""), std::string::npos) << error;

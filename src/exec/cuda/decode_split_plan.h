@@ -6,7 +6,7 @@
 // A row of context ctx is cut into decode_split_plan(ctx, splits).count pieces of `chunk` keys;
 // the plan depends only on the row's own context and the fixed constants, never on the batch, so
 // a row gets the same bits in any batch, eager or replayed from a CUDA graph.
-#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -15,6 +15,10 @@ namespace paceline::cuda {
 struct DecodeSplits {
   int max_splits = 16;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
+  // Long contexts: past short_splits pieces, a piece per long_chunk keys (0: no such regime, up
+  // to max_splits from min_chunk alone).
+  int short_splits = 0;
+  int long_chunk = 0;
 };
 
 struct DecodeSplitPlan {
@@ -29,10 +33,17 @@ struct DecodeSplitPlan {
 #endif
 
 // Enough pieces to spread a long context over the GPU at batch 1, each a multiple of 64 keys
-// (4 warps x 16-key tiles), never shorter than min_chunk unless the context is.
+// (4 warps x 16-key tiles), never shorter than min_chunk unless the context is. With a long
+// regime, at most short_splits pieces until the context has more than short_splits long_chunks,
+// then one a long_chunk (at most max_splits).
 PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSplits s) {
   if (ctx <= 0) return {0, 0};
   int n = (ctx + s.min_chunk - 1) / s.min_chunk;
+  if (s.long_chunk > 0) {
+    const int longs = (ctx + s.long_chunk - 1) / s.long_chunk;
+    const int most = longs > s.short_splits ? longs : s.short_splits;
+    if (n > most) n = most;
+  }
   if (n > s.max_splits) n = s.max_splits;
   const int chunk = ((ctx + n - 1) / n + 63) / 64 * 64;
   return {(ctx + chunk - 1) / chunk, chunk};
@@ -42,29 +53,49 @@ PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSpl
 // grow with it).
 inline constexpr int kMaxDecodeSplits = 256;
 
-// The executor's plans, one per cache element type (docs/performance.md, "Session 21"):
-// bf16 reads are bound by bandwidth from 16 pieces on; an FP8 piece costs about as much work
-// per key but half the bytes, so its launch is bound by how evenly the pieces fill the device's
-// block slots, and more, shorter pieces even them out.
-inline constexpr DecodeSplits kDecodePlanBf16{16, 128};
-inline constexpr DecodeSplits kDecodePlanFp8{16, 128};
+// The executor's plans, one per cache element type (docs/performance.md, "Session 21"): up to
+// 8k keys, pieces of at least 128 keys and at most 16 of them (the plan of sessions 9 to 20);
+// from 16k keys on, a piece per 1,024 keys up to 32, so that a long context at a small batch
+// puts more blocks on the device.
+inline constexpr DecodeSplits kDecodePlanBf16{32, 128, 16, 1024};
+inline constexpr DecodeSplits kDecodePlanFp8{32, 128, 16, 1024};
 
-// PACELINE_DECODE_SPLITS's value "MAX,MIN" (max_splits, min_chunk) for measuring other plans:
-// nullptr (unset) gives the plan of the cache type; anything else that is not two integers with
-// 1 <= MAX <= kMaxDecodeSplits and 16 <= MIN <= 1048576 is an error, described in *error.
+// PACELINE_DECODE_SPLITS's value, "MAX,MIN" (max_splits, min_chunk) or "MAX,MIN,SHORT,LONG"
+// (and short_splits, long_chunk), for measuring other plans: nullptr (unset) gives the plan of
+// the cache type; anything else that is not two or four integers with 1 <= MAX <=
+// kMaxDecodeSplits, 16 <= MIN <= 1048576, 1 <= SHORT <= MAX and MIN <= LONG <= 1048576 is an
+// error, described in *error.
 inline std::optional<DecodeSplits> decode_splits_from(const char* value, bool fp8,
                                                       std::string* error) {
   if (value == nullptr) return fp8 ? kDecodePlanFp8 : kDecodePlanBf16;
-  int max_splits = 0, min_chunk = 0;
-  char tail = 0;
-  if (std::sscanf(value, "%d,%d%c", &max_splits, &min_chunk, &tail) != 2 || max_splits < 1 ||
-      max_splits > kMaxDecodeSplits || min_chunk < 16 || min_chunk > 1048576) {
+  // Whole decimal integers separated by commas, nothing else.
+  int v[4] = {0, 0, 0, 0};
+  int got = 0;
+  bool ok = true;
+  for (const char* p = value; ok;) {
+    char* end = nullptr;
+    const long x = std::strtol(p, &end, 10);
+    ok = end != p && got < 4 && x >= -1 && x <= 1048576 && (*p >= '0' && *p <= '9');
+    if (!ok) break;
+    v[got++] = static_cast<int>(x);
+    if (*end == 0) break;
+    ok = *end == ',';
+    p = end + 1;
+  }
+  DecodeSplits s{v[0], v[1], got == 4 ? v[2] : 0, got == 4 ? v[3] : 0};
+  ok = ok && (got == 2 || got == 4) && s.max_splits >= 1 && s.max_splits <= kMaxDecodeSplits &&
+       s.min_chunk >= 16 &&
+       (got == 2 || (s.short_splits >= 1 && s.short_splits <= s.max_splits &&
+                     s.long_chunk >= s.min_chunk));
+  if (!ok) {
     *error = "PACELINE_DECODE_SPLITS=\"" + std::string(value) +
-             "\": expected MAX,MIN (pieces per row at most, 1 to " +
-             std::to_string(kMaxDecodeSplits) + "; keys per piece at least, 16 to 1048576)";
+             "\": expected MAX,MIN or MAX,MIN,SHORT,LONG (pieces per row at most, 1 to " +
+             std::to_string(kMaxDecodeSplits) +
+             "; keys per piece at least, 16 to 1048576; pieces at most until the context has "
+             "more than SHORT long chunks, 1 to MAX; keys of a long chunk, MIN to 1048576)";
     return std::nullopt;
   }
-  return DecodeSplits{max_splits, min_chunk};
+  return s;
 }
 
 }  // namespace paceline::cuda
