@@ -237,7 +237,9 @@ void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t 
                            std::to_string(c.shape.head_dim) + ", block " +
                            std::to_string(c.block_size) + ", plan " +
                            std::to_string(splits.max_splits) + " x >= " +
-                           std::to_string(splits.min_chunk);
+                           std::to_string(splits.min_chunk) + " (long: " +
+                           std::to_string(splits.short_splits) + ", a piece per " +
+                           std::to_string(splits.long_chunk) + ")";
   std::printf("[ decode fp8 ] %s: worst relative error %.2e (bf16 kernel on the same values %.2e)\n",
               what.c_str(), e_fp8, e_bf16);
   EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
