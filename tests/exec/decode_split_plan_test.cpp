@@ -36,7 +36,7 @@ TEST(DecodeSplitPlan, LongContextsAreCutIntoTheMostPiecesAndCoverEveryKey) {
   EXPECT_EQ(decode_split_plan(131072, {64, 256}).chunk, 2048);
 }
 
-TEST(DecodeSplits, UnsetGivesThePlanOfTheCacheType) {
+TEST(DecodeSplits, UnsetOrEmptyGivesThePlanOfTheCacheType) {
   std::string error;
   const auto bf16 = decode_splits_from(nullptr, false, &error);
   const auto fp8 = decode_splits_from(nullptr, true, &error);
@@ -45,6 +45,10 @@ TEST(DecodeSplits, UnsetGivesThePlanOfTheCacheType) {
   EXPECT_EQ(bf16->min_chunk, kDecodePlanBf16.min_chunk);
   EXPECT_EQ(fp8->max_splits, kDecodePlanFp8.max_splits);
   EXPECT_EQ(fp8->min_chunk, kDecodePlanFp8.min_chunk);
+  EXPECT_EQ(fp8->long_chunk, kDecodePlanFp8.long_chunk);
+  const auto empty = decode_splits_from("", true, &error);  // VAR= as unset
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->long_chunk, kDecodePlanFp8.long_chunk);
   EXPECT_TRUE(error.empty());
 }
 
@@ -78,7 +82,7 @@ TEST(DecodeSplitPlan, TheLongRegimeKeepsShortContextsAndAddsPiecesPastIt) {
 }
 
 TEST(DecodeSplits, MalformedValuesAreErrorsThatQuoteThem) {
-  for (const char* bad : {"", "64", "64,", "x,128", "0,128", "257,128", "16,8", "16,128,1",
+  for (const char* bad : {"64", "64,", "x,128", "0,128", "257,128", "16,8", "16,128,1",
                           "16,128x", "-4,128", "16, 128", "32,128,16", "32,128,0,1024",
                           "32,128,33,1024", "32,128,16,64", "32,128,16,1024,1",
                           "32,128,16,9999999"}) {

@@ -63,13 +63,13 @@ inline constexpr DecodeSplits kDecodePlanBf16{16, 128};
 inline constexpr DecodeSplits kDecodePlanFp8{32, 128, 16, 1024};
 
 // PACELINE_DECODE_SPLITS's value, "MAX,MIN" (max_splits, min_chunk) or "MAX,MIN,SHORT,LONG"
-// (and short_splits, long_chunk), for measuring other plans: nullptr (unset) gives the plan of
-// the cache type; anything else that is not two or four integers with 1 <= MAX <=
+// (and short_splits, long_chunk), for measuring other plans: nullptr (unset) or empty gives the
+// plan of the cache type; anything else that is not two or four integers with 1 <= MAX <=
 // kMaxDecodeSplits, 16 <= MIN <= 1048576, 1 <= SHORT <= MAX and MIN <= LONG <= 1048576 is an
 // error, described in *error.
 inline std::optional<DecodeSplits> decode_splits_from(const char* value, bool fp8,
                                                       std::string* error) {
-  if (value == nullptr) return fp8 ? kDecodePlanFp8 : kDecodePlanBf16;
+  if (value == nullptr || *value == 0) return fp8 ? kDecodePlanFp8 : kDecodePlanBf16;
   // Whole decimal integers separated by commas, nothing else.
   int v[4] = {0, 0, 0, 0};
   int got = 0;
