@@ -186,6 +186,73 @@ TEST(CudaGemmSmallM, MatchesDoubleReference) {
 // finds no room waits for another wave and doubles the call (qkv_proj's 48 clusters of five
 // blocks against 47 places when a block took 97 KB of shared memory). The room it plans with is
 // the device's, printed for the record.
+// The normalizing loads (launch_gemm_small_m_normed, PACELINE_GEMM_NORM=fused): 1 to 8 rows of
+// float32 residual give y with the bits of launch_rms_norm into bf16 rows followed by
+// launch_gemm_small_m on them, on Qwen3-8B's normalized projections and odd shapes (k not a
+// multiple of the norm's 256 threads nor of a k-block; one split-K piece); and Gemm's
+// run_f32_normed, with prefill rows after the decode rows, gives the bits of the norm kernel
+// and run_f32 over all of them.
+TEST(CudaGemmSmallM, NormalizingLoadsGiveTheBitsOfTheNormThenTheKernel) {
+  PACELINE_REQUIRE_GPU();
+  const std::vector<Shape> shapes = {{"qkv_proj", 4096, 6144},
+                                     {"gate_up_proj", 4096, 24576},
+                                     {"odd", 328, 83},
+                                     {"one_piece", 64, 40},
+                                     {"wide", 10000, 136}};
+  cudaStream_t stream;
+  PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
+  uint64_t seed = 900;
+  for (const Shape& s : shapes) {
+    constexpr int64_t kMost = 20;  // 8 decode rows and 12 prefill rows at most
+    std::vector<float> hres(static_cast<size_t>(kMost * s.k)), hgamma(static_cast<size_t>(s.k));
+    testing::FastRandom rng(seed++);
+    for (float& f : hres) f = 8.0f * rng.uniform() - 4.0f;
+    for (float& f : hgamma) f = 2.0f * rng.uniform();
+    DeviceBuffer res = testing::upload(hres), gamma = testing::upload(hgamma);
+    DeviceBuffer w = testing::upload(random_bf16(static_cast<size_t>(s.n * s.k), seed++));
+    const auto buffer_rows = static_cast<size_t>(cuda::gemm_buffer_rows(kMost));
+    DeviceBuffer normed(buffer_rows * static_cast<size_t>(s.k) * 2);
+    DeviceBuffer y_ref(buffer_rows * static_cast<size_t>(s.n) * 4);
+    DeviceBuffer y(buffer_rows * static_cast<size_t>(s.n) * 4);
+    const float eps = 1e-6f;
+    for (int rows = 1; rows <= static_cast<int>(cuda::kSmallMNormRows); ++rows) {
+      PACELINE_CUDA_CHECK(cuda::launch_rms_norm(res.as<float>(), nullptr, gamma.as<float>(), s.k,
+                                                eps, rows, normed.as<bf16>(), stream));
+      PACELINE_CUDA_CHECK(cuda::launch_gemm_small_m(normed.as<bf16>(), rows, s.k, w.as<bf16>(),
+                                                    s.n, y_ref.as<void>(), false, 0.0f, stream));
+      PACELINE_CUDA_CHECK(cudaMemsetAsync(y.as<void>(), 0xff, y.bytes(), stream));
+      PACELINE_CUDA_CHECK(cuda::launch_gemm_small_m_normed(
+          cuda::SmallMNorm{res.as<float>(), gamma.as<float>(), eps}, rows, s.k, w.as<bf16>(), s.n,
+          y.as<float>(), 0.0f, stream));
+      PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const size_t count = static_cast<size_t>(rows * s.n);
+      const std::vector<float> want = testing::download<float>(y_ref, count);
+      const std::vector<float> got = testing::download<float>(y, count);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), count * sizeof(float)), 0)
+          << s.name << ", " << rows << " rows";
+    }
+    // Through Gemm: 3 decode rows and 17 prefill rows, fused against not.
+    cuda::Gemm g(stream);
+    g.set_small_m(true);
+    const int64_t rows = kMost, small = 3;
+    g.set_fused_norm(false);
+    g.run_f32_normed(res.as<float>(), gamma.as<float>(), eps, normed.as<bf16>(), rows, s.k,
+                     w.as<bf16>(), s.n, y_ref.as<float>(), small);
+    g.set_fused_norm(true);
+    PACELINE_CUDA_CHECK(cudaMemsetAsync(normed.as<void>(), 0, normed.bytes(), stream));
+    PACELINE_CUDA_CHECK(cudaMemsetAsync(y.as<void>(), 0xff, y.bytes(), stream));
+    g.run_f32_normed(res.as<float>(), gamma.as<float>(), eps, normed.as<bf16>(), rows, s.k,
+                     w.as<bf16>(), s.n, y.as<float>(), small);
+    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const size_t count = static_cast<size_t>(rows * s.n);
+    const std::vector<float> want = testing::download<float>(y_ref, count);
+    const std::vector<float> got = testing::download<float>(y, count);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), count * sizeof(float)), 0)
+        << s.name << " through Gemm, " << small << " decode rows of " << rows;
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST(CudaGemmSmallM, LaunchesTakeTheWavesThePlanCountedOn) {
   PACELINE_REQUIRE_GPU();
   const cuda::SmallMClusterRoom& room = cuda::gemm_small_m_cluster_room();

@@ -6,17 +6,17 @@
 // registers (rows up to kThreads * 32 wide) every load of a thread is issued before the first
 // is used, so a row costs one memory latency instead of one per element; the sum runs in the
 // same order as the loop over memory would, so the bits are the loop's. Wider rows take the loop.
-#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/programmatic_launch.cuh"
+#include "exec/cuda/rms_norm.cuh"
 
 namespace paceline::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kNormThreads;
 
 __device__ __forceinline__ float inverse_rms(float sum_of_squares, int64_t width, float eps) {
-  return 1.0f / sqrtf(block_sum(sum_of_squares) / static_cast<float>(width) + eps);
+  return inverse_rms_of(block_sum(sum_of_squares), width, eps);
 }
 
 // Rows up to which the weights are loaded with the row (decode-sized launches, bound by the
@@ -55,7 +55,7 @@ __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    if (threadIdx.x + static_cast<int64_t>(j) * kThreads < width) sum += v[j] * v[j];
+    if (threadIdx.x + static_cast<int64_t>(j) * kThreads < width) add_square(sum, v[j]);
   }
   const float inv_rms = inverse_rms(sum, width, eps);
   bf16* o = out + row * width;
@@ -69,7 +69,7 @@ __global__ void rms_norm_registers_kernel(const float* x, const int32_t* gather,
       } else {
         gj = weight[i];
       }
-      o[i] = __float2bfloat16(gj * (v[j] * inv_rms));
+      o[i] = normed_element(gj, v[j], inv_rms);
     }
   }
 }
@@ -82,11 +82,11 @@ __global__ void rms_norm_loop_kernel(const float* x, const int32_t* gather, cons
   const float* in = x + src * width;
   wait_for_prerequisites();
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < width; i += kThreads) sum += in[i] * in[i];
+  for (int64_t i = threadIdx.x; i < width; i += kThreads) add_square(sum, in[i]);
   const float inv_rms = inverse_rms(sum, width, eps);
   bf16* o = out + row * width;
   for (int64_t i = threadIdx.x; i < width; i += kThreads) {
-    o[i] = __float2bfloat16(weight[i] * (in[i] * inv_rms));
+    o[i] = normed_element(weight[i], in[i], inv_rms);
   }
 }
 
