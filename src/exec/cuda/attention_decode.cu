@@ -209,9 +209,11 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     if (e != cudaSuccess) return e;
     const int merge_smem = static_cast<int>(sizeof(float)) *
                            (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
-    e = launch_after_previous(ChainedKernel::kMerge, merge_kernel<HD>, dim3(n, shape.num_kv_heads),
-                              dim3(kMergeThreads), merge_smem, stream, acc, ml, rows + first,
-                              splits, shape, in, out);
+    e = launch_after_previous(
+        ChainedKernel::kMerge,
+        splits.max_splits > kMergeBatch ? merge_kernel<HD, kMergeBatchLong> : merge_kernel<HD>,
+        dim3(n, shape.num_kv_heads), dim3(kMergeThreads), merge_smem, stream, acc, ml,
+        rows + first, splits, shape, in, out);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -2,9 +2,10 @@
 // The merge of a row's pieces (attention_decode.cu launches it after the decode kernel): one
 // block per (row, KV head), the pieces combined in piece order, so the result depends only on
 // the row's own plan. Rows of one piece (their output is written by the decode kernel) and
-// padding rows return at once. Loads go out 32 pieces at a time, four elements per lane, so a
-// merge costs a few memory round trips whatever the piece count; fusing it into the decode
-// kernel (the last block of a row merging) cost two round trips per work item instead.
+// padding rows return at once. Loads go out 16 or 32 pieces at a time (kMergeBatch), four
+// elements per lane, so a merge costs a few memory round trips whatever the piece count; fusing
+// it into the decode kernel (the last block of a row merging) cost two round trips per work
+// item instead.
 #include <cmath>
 
 #include "exec/cuda/device_utils.cuh"
@@ -13,9 +14,13 @@
 namespace paceline::cuda::decode {
 
 constexpr int kMergeThreads = 128;
-constexpr int kMergeBatch = 32;  // pieces loaded per round trip (the adds stay in piece order)
+// Pieces loaded per round trip: 16 for plans of at most 16 pieces; 32 above (160 registers a
+// thread against fewer, so fewer merge blocks fit an SM; only where it saves a round trip).
+// The adds stay in piece order either way, so the bits do not depend on it.
+constexpr int kMergeBatch = 16;
+constexpr int kMergeBatchLong = 32;
 
-template <int HD>
+template <int HD, int kBatch = kMergeBatch>
 __global__ void __launch_bounds__(kMergeThreads)
     merge_kernel(const float* __restrict__ partial_acc, const float* __restrict__ partial_ml,
                  const int32_t* __restrict__ rows, DecodeSplits splits, AttentionShape shape,
@@ -67,14 +72,14 @@ __global__ void __launch_bounds__(kMergeThreads)
                        o % kQuads;
     const float* w = sm_w + h * splits.max_splits;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = 0; s0 < n; s0 += kMergeBatch) {
-      float4 v[kMergeBatch];
+    for (int s0 = 0; s0 < n; s0 += kBatch) {
+      float4 v[kBatch];
 #pragma unroll
-      for (int i = 0; i < kMergeBatch; ++i) {
+      for (int i = 0; i < kBatch; ++i) {
         if (s0 + i < n) v[i] = pa[static_cast<int64_t>(s0 + i) * kQuads];
       }
 #pragma unroll
-      for (int i = 0; i < kMergeBatch; ++i) {
+      for (int i = 0; i < kBatch; ++i) {
         if (s0 + i < n) {
           const float f = w[s0 + i];
           a.x += f * v[i].x, a.y += f * v[i].y, a.z += f * v[i].z, a.w += f * v[i].w;
