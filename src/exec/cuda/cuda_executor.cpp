@@ -120,6 +120,7 @@ constexpr int kSampleRowsPerLaunch = 256;  // rows of one sampling launch
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
   const ModelConfig& c = model.config();
+  const int splits = decode_splits_for(o.fp8_kv_cache).max_splits;
   const int64_t block_bytes = c.kv_bytes_per_token(o.fp8_kv_cache ? 1 : 2) * o.block_size;
   int64_t bytes = 0;
   if (o.kv_cache_bytes) {
@@ -133,7 +134,7 @@ KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
     const auto used = static_cast<int64_t>(total_bytes - free_bytes);
     const int64_t activations =
         (o.max_num_batched_tokens + graph_rows) * Activations::bytes_per_row(c) +
-        (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, decode_splits_for(o.fp8_kv_cache).max_splits) +
+        (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, splits) +
         (kEagerLogitRows + graph_rows) * Activations::bytes_per_logit_row(c) +
         (int64_t{1} << 30);
     bytes = static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -

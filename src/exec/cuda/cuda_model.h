@@ -19,7 +19,6 @@
 
 namespace paceline::cuda {
 
-
 // The decode split plan of a cache of FP8 (else bf16) elements, PACELINE_DECODE_SPLITS applied;
 // fails with the variable's error when it is malformed.
 DecodeSplits decode_splits_for(bool fp8);
@@ -59,11 +58,11 @@ class CudaModel {
   // their greedy tokens into acts.sampled. acts must hold counts (Activations::reserve).
   void forward(const StepCounts& counts, const StepBuffers& in, Activations& acts);
 
-  // The prefill attention's operands (kernels.h); set before the first forward.
   // The decode attention's split plan (decode_split_plan.h): the cache type's, unless
   // PACELINE_DECODE_SPLITS names another; set by allocate_kv_cache. Its max_splits sizes the
   // partials (Activations).
   DecodeSplits decode_splits() const { return decode_splits_; }
+  // The prefill attention's operands (kernels.h); set before the first forward.
   void set_prefill_precision(PrefillPrecision p) { prefill_precision_ = p; }
   PrefillPrecision prefill_precision() const { return prefill_precision_; }
 
