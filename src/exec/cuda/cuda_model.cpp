@@ -110,9 +110,10 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     const GpuLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     const LayerCache cache = layer_cache(layer);
     // Attention block.
-    gemm_.run_f32_normed(a.residual.as<float>(), w.input_norm.as<float>(), eps,
-                         a.normed.as<bf16>(), n.rows, hidden, w.qkv_proj.as<bf16>(), qkv_width,
-                         a.qkv.as<float>(), small);
+    PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr, w.input_norm.as<float>(),
+                                        hidden, eps, n.rows, a.normed.as<bf16>(), stream_));
+    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.qkv_proj.as<bf16>(), qkv_width,
+                  a.qkv.as<float>(), 0.0f, small);
     PACELINE_CUDA_CHECK(launch_qk_norm_rope_store(
         a.qkv.as<float>(), n.rows, shape, c.qk_norm ? w.q_norm.as<float>() : nullptr,
         c.qk_norm ? w.k_norm.as<float>() : nullptr, eps, inv_freq_.as<float>(), rope_scale_, rows,
@@ -130,9 +131,11 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     gemm_.run_f32(a.attn.as<bf16>(), n.rows, c.q_size(), w.o_proj.as<bf16>(), hidden,
                   a.residual.as<float>(), 1.0f, small);
     // MLP block.
-    gemm_.run_f32_normed(a.residual.as<float>(), w.post_attention_norm.as<float>(), eps,
-                         a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(),
-                         2 * inter, a.gate_up.as<float>(), small);
+    PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
+                                        w.post_attention_norm.as<float>(), hidden, eps, n.rows,
+                                        a.normed.as<bf16>(), stream_));
+    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
+                  a.gate_up.as<float>(), 0.0f, small);
     PACELINE_CUDA_CHECK(
         launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
     gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,

@@ -24,9 +24,6 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) 
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
   const char* prefill = std::getenv("PACELINE_GEMM_PREFILL_PLAN");
   prefill_plan_ = prefill == nullptr || std::string(prefill) != "0";
-  // Not yet run on a GPU (docs/performance.md, session 21): off unless asked for.
-  const char* norm = std::getenv("PACELINE_GEMM_NORM");
-  fused_norm_ = norm != nullptr && std::string(norm) == "fused";
   PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 
@@ -52,31 +49,6 @@ void Gemm::run_f32(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_
 void Gemm::run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
                     int64_t small_rows) {
   run(x, rows, k, w, n, y, CUDA_R_16BF, 0.0f, small_rows);
-}
-
-void Gemm::run_f32_normed(const float* residual, const float* norm_weight, float eps,
-                          bf16* normed, int64_t rows, int64_t k, const bf16* w, int64_t n,
-                          float* y, int64_t small_rows) {
-  const int64_t decode = std::clamp<int64_t>(small_rows, 0, rows);
-  if (!(fused_norm_ && small_m_ && small_m_supported(k) && decode >= 1 &&
-        decode <= kSmallMNormRows)) {
-    PACELINE_CUDA_CHECK(launch_rms_norm(residual, nullptr, norm_weight, k, eps,
-                                        static_cast<int>(rows), normed, stream_));
-    run_f32(normed, rows, k, w, n, y, 0.0f, small_rows);
-    return;
-  }
-  if (decode < rows) {  // the prefill rows' norm, before the kernel that waits on it
-    PACELINE_CUDA_CHECK(launch_rms_norm(residual + decode * k, nullptr, norm_weight, k, eps,
-                                        static_cast<int>(rows - decode), normed + decode * k,
-                                        stream_));
-  }
-  PACELINE_CUDA_CHECK(launch_gemm_small_m_normed(SmallMNorm{residual, norm_weight, eps},
-                                                 static_cast<int>(decode), k, w, n, y, 0.0f,
-                                                 stream_));
-  if (decode < rows) {
-    run_cublas(normed + decode * k, rows - decode, k, w, n, y + decode * n, CUDA_R_32F, 0.0f,
-               prefill_plan_, true);
-  }
 }
 
 const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool accumulate,

@@ -78,16 +78,6 @@ class Gemm {
                float beta = 0.0f, int64_t small_rows = 0);
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
                 int64_t small_rows = 0);
-  // y = RMSNorm(residual) . w^T with the norm's weight and eps: launch_rms_norm into `normed`,
-  // then run_f32 on it; or, when normalizing loads are on (PACELINE_GEMM_NORM=fused) and the
-  // decode rows take the small-M kernel in a launch of at most kSmallMNormRows rows, those rows
-  // normalized as the small-M kernel loads them (the same bits, normed left unwritten for them)
-  // and the rest as before.
-  void run_f32_normed(const float* residual, const float* norm_weight, float eps, bf16* normed,
-                      int64_t rows, int64_t k, const bf16* w, int64_t n, float* y,
-                      int64_t small_rows = 0);
-  void set_fused_norm(bool on) { fused_norm_ = on; }
-  bool fused_norm() const { return fused_norm_; }
   void set_small_m(bool on) { small_m_ = on; }
   bool small_m() const { return small_m_; }
 
@@ -132,7 +122,6 @@ class Gemm {
   bool single_call_ = true;
   bool small_m_ = false;
   bool prefill_plan_ = true;
-  bool fused_norm_ = false;
 };
 
 }  // namespace paceline::cuda

@@ -6,7 +6,6 @@
 
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/programmatic_launch.cuh"
-#include "exec/cuda/rms_norm.cuh"
 #include "exec/cuda/wgmma.cuh"
 #include "exec/cuda/wgmma_narrow.cuh"
 
@@ -85,16 +84,11 @@ constexpr int shared_bytes() {
 // rows of x, copied by cp.async kStages - 1 k-blocks ahead. The block's warpgroup multiplies the
 // two 64-feature halves of the tile by all 8 NT rows, four k-steps of 16 a stage
 // (wgmma.m64nNk16, both operands read from the swizzled stage through descriptors).
-// kNorm (NT == 1 only): x is RMSNorm(norm.x) with norm.weight, computed here with the bits of
-// launch_rms_norm (rms_norm.cuh) instead of read from x_all: each block takes its rows' inverse
-// RMS over the whole row, then normalizes the k-blocks of its piece as it loads them, through
-// registers one k-block ahead of the stage it fills.
-template <int NT, typename Out, bool kNorm = false>
+template <int NT, typename Out>
 __global__ void __launch_bounds__(kThreads, 3)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
-                        int64_t blocks_per_piece, int pieces, SmallMNorm norm) {
-  static_assert(!kNorm || NT == 1, "the normalized x is for groups of at most 8 rows");
+                        int64_t blocks_per_piece, int pieces) {
   extern __shared__ __align__(128) unsigned char smem[];
   // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
   // weights or inputs meanwhile; it waits for this one before reading y.
@@ -166,82 +160,18 @@ __global__ void __launch_bounds__(kThreads, 3)
     if (s < steps) load_weights(s, kb_begin + s);
   }
   wait_for_prerequisites();
-  // kNorm: the inverse RMS of each row of the group, then this thread's piece of a k-block of
-  // normalized x (rows copy_row < 8, 8 elements from k of copy_piece) through registers.
-  __shared__ float norm_smem[kNorm ? kNormThreads / 32 + 8 : 1];  // partial sums, inverse RMS
-  float* norm_partial = norm_smem;
-  float* inv_rms = norm_smem + (kNorm ? kNormThreads / 32 : 0);
-  float4 xv[2], xg[2];
-  int pending_slot = -1;  // the stage slot whose normalized x waits in xv, xg
-  const bool x_thread = copy_row < 8;
-  auto fetch_normed = [&](int64_t kb) {  // the k-block's x and weights into registers
-    const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
-    if (x_thread && copy_row < rows && kk < k) {
-      const float* xr = norm.x + static_cast<int64_t>(first_row + copy_row) * k + kk;
-      xv[0] = *reinterpret_cast<const float4*>(xr);
-      xv[1] = *reinterpret_cast<const float4*>(xr + 4);
-      xg[0] = *reinterpret_cast<const float4*>(norm.weight + kk);
-      xg[1] = *reinterpret_cast<const float4*>(norm.weight + kk + 4);
-    } else {
-      xv[0] = xv[1] = xg[0] = xg[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-  };
-  auto store_normed = [&](int slot) {  // zeros where the row or k ends, as the copies write
-    if (!x_thread) return;
-    const float inv = copy_row < rows ? inv_rms[copy_row] : 0.0f;
-    const float v[8] = {xv[0].x, xv[0].y, xv[0].z, xv[0].w, xv[1].x, xv[1].y, xv[1].z, xv[1].w};
-    const float g[8] = {xg[0].x, xg[0].y, xg[0].z, xg[0].w, xg[1].x, xg[1].y, xg[1].z, xg[1].w};
-    uint32_t packed[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const bf16 lo = normed_element(g[2 * e], v[2 * e], inv);
-      const bf16 hi = normed_element(g[2 * e + 1], v[2 * e + 1], inv);
-      packed[e] = static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
-                  (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
-    }
-    const uint32_t dst = base + static_cast<uint32_t>(slot * stage_bytes<NT>()) +
-                         kWeightStageBytes + swizzled(copy_row, copy_piece);
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst), "r"(packed[0]),
-                 "r"(packed[1]), "r"(packed[2]), "r"(packed[3])
-                 : "memory");
-  };
-  if constexpr (kNorm) {
-    for (int r = 0; r < rows; ++r) {
-      const float inv = inverse_rms_half_block(norm.x + static_cast<int64_t>(first_row + r) * k,
-                                               k, norm.eps, norm_partial);
-      if (threadIdx.x == 0) inv_rms[r] = inv;
-    }
-    __syncthreads();
-  }
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < steps) {
-      if constexpr (kNorm) {
-        fetch_normed(kb_begin + s);
-        store_normed(s);
-      } else {
-        load_x(s, kb_begin + s);
-      }
-    }
+    if (s < steps) load_x(s, kb_begin + s);
     commit();
   }
   for (int step = 0; step < steps; ++step) {
     wait_groups<kStages - 2>();
     wgmma::fence_shared_for_async();
     __syncthreads();  // the stage is in; everybody is done with the slot refilled below
-    if constexpr (kNorm) {
-      // The x fetched one k-block ago, into its slot: read kStages - 2 barriers from now.
-      if (pending_slot >= 0) store_normed(pending_slot);
-      pending_slot = -1;
-    }
     if (step + kStages - 1 < steps) {
       load_weights((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
-      if constexpr (kNorm) {
-        fetch_normed(kb_begin + step + kStages - 1);
-        pending_slot = (step + kStages - 1) % kStages;
-      } else {
-        load_x((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
-      }
+      load_x((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
     }
     commit();
     const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
@@ -339,9 +269,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
-template <int NT, typename Out, bool kNorm = false>
+template <int NT, typename Out>
 cudaError_t configure() {
-  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, kNorm>,
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
 }
 
@@ -369,14 +299,13 @@ cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t str
   return config;
 }
 
-template <int NT, typename Out, bool kNorm = false>
+template <int NT, typename Out>
 cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
-                   float beta, const SmallMPlan& p, cudaStream_t stream,
-                   SmallMNorm norm = SmallMNorm{}) {
+                   float beta, const SmallMPlan& p, cudaStream_t stream) {
   cudaLaunchAttribute attrs[2]{};
   const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
-  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, kNorm>, x, rows, k, w, n, y,
-                            beta, p.blocks_per_piece, static_cast<int>(p.pieces), norm);
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
+                            p.blocks_per_piece, static_cast<int>(p.pieces));
 }
 
 template <int NT>
@@ -405,8 +334,7 @@ cudaError_t prepare_gemm_small_m() {
   static const cudaError_t status = [] {
     for (const cudaError_t e : {configure<1, float>(), configure<2, float>(), configure<4, float>(),
                                 configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(),
-                                configure<4, bf16>(), configure<8, bf16>(),
-                                configure<1, float, true>()}) {
+                                configure<4, bf16>(), configure<8, bf16>()}) {
       if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -451,18 +379,6 @@ cudaError_t gemm_small_m_cluster_fit(int rows, int64_t k, int64_t n, int* cluste
   if (rows <= 16) return cluster_fit<2>(rows, p, clusters, resident);
   if (rows <= 32) return cluster_fit<4>(rows, p, clusters, resident);
   return cluster_fit<8>(rows, p, clusters, resident);
-}
-
-cudaError_t launch_gemm_small_m_normed(SmallMNorm norm, int rows, int64_t k, const bf16* w,
-                                       int64_t n, float* y, float beta, cudaStream_t stream) {
-  if (rows < 1 || rows > kSmallMNormRows || n < 1 || !small_m_supported(k) ||
-      norm.x == nullptr || norm.weight == nullptr) {
-    return cudaErrorInvalidValue;
-  }
-  const SmallMPlan p = gemm_small_m_plan(k, n);
-  if (p.tiles > 65535 || p.pieces < 1) return cudaErrorInvalidValue;
-  if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
-  return launch<1, float, true>(nullptr, rows, k, w, n, y, beta, p, stream, norm);
 }
 
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,

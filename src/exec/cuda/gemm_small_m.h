@@ -97,25 +97,10 @@ SmallMPlan gemm_small_m_plan(int64_t k, int64_t n);
 // device holds at once: when it holds fewer, the rest run in a second wave.
 cudaError_t gemm_small_m_cluster_fit(int rows, int64_t k, int64_t n, int* clusters, int* resident);
 
-// The rows of x normalized on the way in: x[m, :] = RMSNorm(norm.x[m, :]) (float32 rows of
-// pitch k, norm.weight of k floats, norm.eps), with the bits launch_rms_norm writes.
-struct SmallMNorm {
-  const float* x = nullptr;
-  const float* weight = nullptr;
-  float eps = 0.0f;
-};
-// The most rows a normalizing launch takes: each block sums the squares of its rows' whole k
-// before its first k-block, one row after another.
-inline constexpr int64_t kSmallMNormRows = 8;
-
 // y[m, :] = beta * y[m, :] + x[m, :] . w^T for m < rows (1 <= rows <= kSmallMLaunchRows, in
 // groups of kSmallMRows, each computed as if alone); y is float32 (y_bf16 false) or bf16, row
 // pitch n; x row pitch k. beta == 0 does not read y.
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
                                 void* y, bool y_bf16, float beta, cudaStream_t stream);
-// The same with x = RMSNorm(norm.x) (1 <= rows <= kSmallMNormRows, float32 y): the bits of
-// launch_rms_norm followed by launch_gemm_small_m, without the normalized rows in memory.
-cudaError_t launch_gemm_small_m_normed(SmallMNorm norm, int rows, int64_t k, const bf16* w,
-                                       int64_t n, float* y, float beta, cudaStream_t stream);
 
 }  // namespace paceline::cuda
