@@ -69,6 +69,7 @@ struct Config {
   int warps = 0, stages = 0;  // 0: the production launcher
   cuda::DecodeSplits splits = cuda::kDecodePlanBf16;
   bool fp8 = false;  // the FP8 cache (production launcher)
+  int prefetch = -1;  // production launcher: -1 PACELINE_DECODE_PREFETCH's choice, else 0 or 1
 };
 
 TEST(CudaDecodeAttentionBench, KvBandwidth) {
@@ -119,6 +120,12 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
        cuda::kDecodePlanBf16},
       {"fp8 production (4 warps, 4 stages, " + plan_name(cuda::kDecodePlanFp8) + ")", 0, 0,
        cuda::kDecodePlanFp8, true},
+      // The production kernels with and without the next item's first tiles issued before the
+      // merge (PACELINE_DECODE_PREFETCH), whatever the variable says, side by side.
+      {"production, prefetch 0", 0, 0, cuda::kDecodePlanBf16, false, 0},
+      {"production, prefetch 1", 0, 0, cuda::kDecodePlanBf16, false, 1},
+      {"fp8 production, prefetch 0", 0, 0, cuda::kDecodePlanFp8, true, 0},
+      {"fp8 production, prefetch 1", 0, 0, cuda::kDecodePlanFp8, true, 1},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},
@@ -189,7 +196,11 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
         auto enqueue = [&] {
           for (int i = 0; i < launches; ++i) {
             const int32_t* list = rows.rows.as<int32_t>() + (i % rot) * batch;
-            if (c.warps == 0) {
+            if (c.warps == 0 && c.prefetch >= 0) {
+              PACELINE_CUDA_CHECK(cuda::launch_attention_decode_prefetch(
+                  c.prefetch == 1, qkv.as<float>(), list, batch, c.splits, shape, rows.in(),
+                  cache, acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
+            } else if (c.warps == 0) {
               PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
                   qkv.as<float>(), list, batch, c.splits, shape, rows.in(), cache,
                   acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));

@@ -118,11 +118,18 @@ struct OnDevice {
       d_list = list_buf.as<int32_t>();
     }
     const int n = list.empty() ? rows.num_rows : static_cast<int>(list.size());
-    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits, p.shape,
-                                                      rows.in(), cache(), acc.as<float>(),
-                                                      ml.as<float>(), out.as<cuda::bf16>(),
-                                                      stream));
+    if (prefetch < 0) {
+      PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits,
+                                                        p.shape, rows.in(), cache(),
+                                                        acc.as<float>(), ml.as<float>(),
+                                                        out.as<cuda::bf16>(), stream));
+    } else {
+      PACELINE_CUDA_CHECK(cuda::launch_attention_decode_prefetch(
+          prefetch == 1, qkv.as<float>(), d_list, n, p.splits, p.shape, rows.in(), cache(),
+          acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
+    }
   }
+  int prefetch = -1;  // -1: PACELINE_DECODE_PREFETCH's choice; 0 or 1: without or with it
   std::vector<uint16_t> result() const {
     PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     return testing::download<uint16_t>(out, out.bytes() / 2);
@@ -325,6 +332,49 @@ void expect_rows_batch_invariant(bool fp8) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// A block that issues its next item's first tiles before merging the current one's warps
+// (PACELINE_DECODE_PREFETCH=1) writes the bits of one that does not, and both match the
+// reference: with many more items than blocks (every block takes several, of pieces of every
+// length, rows of one piece and padding rows among them), for both caches and the head sizes
+// whose stages the merge shares differently.
+TEST(CudaDecodeAttention, PrefetchingTheNextItemKeepsTheBits) {
+  PACELINE_REQUIRE_GPU();
+  std::vector<int> ctx;
+  for (int i = 0; i < 64; ++i) ctx.push_back(i % 11 == 3 ? 0 : 1 + (i * 2654435761u) % 5000);
+  ctx[7] = 33000;  // FP8's long regime: 32 pieces
+  ctx[20] = 129;   // two pieces of 128 and a partial tile
+  const std::vector<Case> cases = {
+      {{32, 8, 128}, 16, ctx},
+      {{8, 8, 256}, 7, kShort},
+      {{4, 1, 16}, 16, ctx},
+  };
+  uint64_t seed = 900;
+  for (const bool fp8 : {false, true}) {
+    for (const Case& c : cases) {
+      Problem p(c.shape, c.block_size, c.ctx, seed++);
+      p.splits = fp8 ? cuda::kDecodePlanFp8 : cuda::kDecodePlanBf16;
+      std::vector<uint8_t> k8, v8;
+      if (fp8) testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+      OnDevice d(p);
+      if (fp8) d.use_fp8(k8, v8);
+      d.prefetch = 0;
+      d.run({});
+      const std::vector<uint16_t> without = d.result();
+      d.prefetch = 1;
+      d.run({});
+      const std::vector<uint16_t> with = d.result();
+      const double e = check_against_reference(p, with);
+      size_t differ = 0;
+      for (size_t i = 0; i < with.size(); ++i) differ += with[i] != without[i];
+      EXPECT_EQ(differ, 0u) << (fp8 ? "fp8" : "bf16") << ", head_dim " << c.shape.head_dim;
+      std::printf("[ decode prefetch ] %s, heads %d/%d, head_dim %d: %zu of %zu elements differ "
+                  "from no prefetch, worst relative error %.2e\n",
+                  fp8 ? "fp8" : "bf16", c.shape.num_heads, c.shape.num_kv_heads,
+                  c.shape.head_dim, differ, with.size(), e);
+    }
+  }
 }
 
 TEST(CudaDecodeAttention, RowsAreBatchInvariant) {

@@ -1,4 +1,5 @@
-// The decode attention's split plan and the PACELINE_DECODE_SPLITS override
+// The decode attention's split plan, the PACELINE_DECODE_SPLITS override and the
+// PACELINE_DECODE_PREFETCH switch
 // (src/exec/cuda/decode_split_plan.h).
 #include "exec/cuda/decode_split_plan.h"
 
@@ -89,6 +90,25 @@ TEST(DecodeSplits, MalformedValuesAreErrorsThatQuoteThem) {
     std::string error;
     EXPECT_FALSE(decode_splits_from(bad, false, &error).has_value()) << bad;
     EXPECT_NE(error.find(std::string("\"") + bad + "\""), std::string::npos) << error;
+  }
+}
+
+TEST(DecodePrefetch, UnsetOrEmptyGivesTheDefaultAndZeroOrOneChoose) {
+  std::string error;
+  EXPECT_EQ(decode_prefetch_from(nullptr, &error), kDecodePrefetch);
+  EXPECT_EQ(decode_prefetch_from("", &error), kDecodePrefetch);
+  EXPECT_EQ(decode_prefetch_from("0", &error), false);
+  EXPECT_EQ(decode_prefetch_from("1", &error), true);
+  EXPECT_TRUE(error.empty());
+}
+
+TEST(DecodePrefetch, AnyOtherValueIsAnErrorThatQuotesIt) {
+  for (const char* bad : {"yes", "2", "01", "1 ", " 1", "true", "-1"}) {
+    std::string error;
+    EXPECT_FALSE(decode_prefetch_from(bad, &error).has_value()) << bad;
+    EXPECT_NE(error.find(std::string("PACELINE_DECODE_PREFETCH=\"") + bad + "\""),
+              std::string::npos)
+        << error;
   }
 }
 

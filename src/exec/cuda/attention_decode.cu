@@ -13,8 +13,11 @@
 // here); a second kernel merges the pieces of each row (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "exec/cuda/attention_decode_merge.cuh"
@@ -24,17 +27,78 @@
 namespace paceline::cuda {
 namespace decode {
 
+// Where one work item sits (attention_decode.cu's item loop): its row (index into the launch's
+// rows, and info's row, context and block-table offset), piece and KV head, its keys [k0,
+// k_end), and this warp's share of its 16-key tiles.
+struct ItemPlace {
+  int r = 0;
+  int4 ri{};
+  int split = 0;
+  int kv_head = 0;
+  int pieces = 0;
+  int k0 = 0;
+  int k_end = 0;
+  int my_tiles = 0;
+};
+
+template <int WARPS>
+__device__ __forceinline__ ItemPlace place_of(int item, const int* prefix, const int4* info,
+                                              int num_rows, int kv_heads, DecodeSplits splits,
+                                              int warp) {
+  ItemPlace p;
+  for (int hi = num_rows; hi - p.r > 1;) {  // the last row whose items start at or before `item`
+    const int mid = (p.r + hi) / 2;
+    if (prefix[mid] <= item) p.r = mid; else hi = mid;
+  }
+  p.ri = info[p.r];
+  const int local = item - prefix[p.r];
+  p.split = local / kv_heads;
+  p.kv_head = local % kv_heads;
+  const DecodeSplitPlan plan = decode_split_plan(p.ri.y, splits);
+  p.pieces = plan.count;
+  p.k0 = p.split * plan.chunk;
+  p.k_end = min(p.k0 + plan.chunk, p.ri.y);
+  const int tiles = (p.k_end - p.k0 + 15) / 16;
+  p.my_tiles = warp < tiles ? (tiles - 1 - warp) / WARPS + 1 : 0;
+  return p;
+}
+
+// The warps' merge (merge_warps, write_piece) uses the end of the staging, so that a block can
+// start copying its next item's first tiles into the stages before it while it merges: kAhead
+// tiles of STAGES - 1 (all of them for bf16's two stages, two of three for FP8's four).
+template <int HD, int WARPS>
+constexpr int merge_words() {
+  return 2 * WARPS * 8 + WARPS * 8 * HD;
+}
+template <int HD, int WARPS, int STAGES, bool FP8>
+constexpr int merge_offset() {
+  return (staging_words<HD, WARPS, STAGES, FP8>() - merge_words<HD, WARPS>()) / 4 * 4;
+}
+template <int HD, int WARPS, int STAGES, bool FP8>
+constexpr int tiles_ahead() {
+  const int free_stages = merge_offset<HD, WARPS, STAGES, FP8>() / (WARPS * tile_words<HD, FP8>());
+  return free_stages < STAGES - 1 ? free_stages : STAGES - 1;
+}
+
 // 168 registers for the production shape (ptxas, CUDA 13.0; 163 for FP8 with four stages): three
 // blocks per SM, as many as its shared memory allows. A bound of three blocks made ptxas spill.
+//
+// prefetch: a block issues its next item's first tiles_ahead tiles (their block-table lookups
+// and copies) before it merges the current item's warps, so the merge, the partial's writes and
+// the next item's first memory round trips overlap; otherwise each item starts its copies after
+// the last one's merge. The same arithmetic either way: only when the copies start differs.
 template <int HD, int WARPS, int STAGES, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
                   float* __restrict__ partial_acc, float* __restrict__ partial_ml,
-                  bf16* __restrict__ out) {
+                  bf16* __restrict__ out, bool prefetch) {
   using L = HeadLayout<HD>;
+  constexpr int kAhead = tiles_ahead<HD, WARPS, STAGES, FP8>();
+  static_assert(kAhead >= 1, "the merge leaves no stage for the next item's first tile");
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* staging = smem;
+  uint32_t* merge_area = smem + merge_offset<HD, WARPS, STAGES, FP8>();
   int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES, FP8>());
   int4* info = reinterpret_cast<int4*>(prefix + prefix_ints(num_rows));
 
@@ -51,6 +115,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int group = shape.num_heads / kv_heads;
   const int kv_size = kv_heads * HD;
   const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
+  const int bs = cache.block_size;
   // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
   const float q_scale = rsqrtf(static_cast<float>(HD)) * 1.4426950408889634f;
   // This warp's stage s is at my_stage + s * WARPS * kTile (an FP8 tile is half a bf16 one).
@@ -63,64 +128,61 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int i = threadIdx.x; i < shape.num_heads * HD; i += blockDim.x) o[i] = __float2bfloat16(0.0f);
   }
 
-  for (int item = blockIdx.x; item < total; item += gridDim.x) {
-    int r = 0;  // the last row whose items start at or before `item`
-    for (int hi = num_rows; hi - r > 1;) {
-      const int mid = (r + hi) / 2;
-      if (prefix[mid] <= item) r = mid; else hi = mid;
+  // Slot of key (lane % 16) of this warp's tile j of item p, clamped into the piece: a clamped
+  // key's copy is real data that the mask then ignores.
+  auto slot_of = [&](const ItemPlace& p, int j) {
+    const int key = min(p.k0 + (warp + j * WARPS) * 16 + lane % 16, p.k_end - 1);
+    const int32_t* blocks = in.blocks + p.ri.z;
+    return blocks[key / bs] * bs + key % bs;
+  };
+  // Starts the copies of item p's tile j into stage `stage`; key k of the tile has its slot in
+  // lane `from + k`.
+  auto issue = [&](const ItemPlace& p, int j, int stage, int slot, int from) {
+    if (j >= p.my_tiles) return;
+    auto slot_from = [&](int key) { return __shfl_sync(kFull, slot, from + key); };
+    const int64_t head_off = static_cast<int64_t>(p.kv_head) * HD;
+    if constexpr (FP8) {
+      copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8 + head_off,
+                        cache.v8 + head_off, kv_size, slot_from);
+    } else {
+      copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k + head_off,
+                    cache.v + head_off, kv_size, slot_from);
     }
-    const int4 ri = info[r];  // row, context, block-table offset
-    const int local = item - prefix[r];
-    const int split = local / kv_heads;
-    const int kv_head = local % kv_heads;
-    const DecodeSplitPlan plan = decode_split_plan(ri.y, splits);
-    const int k0 = split * plan.chunk;
-    const int k_end = min(k0 + plan.chunk, ri.y);
-    const int tiles = (k_end - k0 + 15) / 16;
-    const int my_tiles = warp < tiles ? (tiles - 1 - warp) / WARPS + 1 : 0;
-    const int32_t* blocks = in.blocks + ri.z;
-    const int bs = cache.block_size;
-    const int64_t head_off = static_cast<int64_t>(kv_head) * HD;
-
-    // Slot of key (lane % 16) of this warp's tile j, clamped into the piece: a clamped key's
-    // copy is real data that the mask then ignores.
-    auto slot_of = [&](int j) {
-      const int key = min(k0 + (warp + j * WARPS) * 16 + lane % 16, k_end - 1);
-      return blocks[key / bs] * bs + key % bs;
-    };
-    // Starts the copies of tile j into stage `stage`; key k of the tile has its slot in lane
-    // `from + k`.
-    auto issue = [&](int j, int stage, int slot, int from) {
-      if (j >= my_tiles) return;
-      auto slot_from = [&](int key) { return __shfl_sync(kFull, slot, from + key); };
-      if constexpr (FP8) {
-        copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8 + head_off,
-                          cache.v8 + head_off, kv_size, slot_from);
-      } else {
-        copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k + head_off,
-                      cache.v + head_off, kv_size, slot_from);
-      }
-    };
-
-    // Prologue: the first STAGES - 1 tiles, two tiles' slots per load of the block table.
+  };
+  // Tiles [J0, J1) of the prologue, tile j into stage j, two tiles' slots per load of the block
+  // table; one commit group per tile (empty past the warp's tiles), in tile order.
+  auto prologue = [&](const ItemPlace& p, auto j0, auto j1) {
+    constexpr int J0 = decltype(j0)::value;
+    constexpr int J1 = decltype(j1)::value;
 #pragma unroll
-    for (int j = 0; j < STAGES - 1; j += 2) {
+    for (int j = J0; j < J1; j += 2) {
       const int jj = j + lane / 16;
-      const int slot = jj < my_tiles ? slot_of(jj) : 0;
-      issue(j, j, slot, 0);
+      const int slot = jj < p.my_tiles ? slot_of(p, jj) : 0;
+      issue(p, j, j, slot, 0);
       cp_async_commit();
-      if (j + 1 < STAGES - 1) {
-        issue(j + 1, j + 1, slot, 16);
+      if (j + 1 < J1) {
+        issue(p, j + 1, j + 1, slot, 16);
         cp_async_commit();
       }
     }
-    int next_slot = STAGES - 1 < my_tiles ? slot_of(STAGES - 1) : 0;
+  };
+  using Zero = std::integral_constant<int, 0>;
+  using Ahead = std::integral_constant<int, kAhead>;
+  using Last = std::integral_constant<int, STAGES - 1>;
+
+  ItemPlace cur;
+  bool started = false;  // cur's first kAhead tiles are already on their way
+  if (blockIdx.x < total) cur = place_of<WARPS>(blockIdx.x, prefix, info, num_rows, kv_heads, splits, warp);
+  for (int item = blockIdx.x; item < total; item += gridDim.x) {
+    if (!started) prologue(cur, Zero{}, Ahead{});
+    prologue(cur, Ahead{}, Last{});
+    int next_slot = STAGES - 1 < cur.my_tiles ? slot_of(cur, STAGES - 1) : 0;
 
     // q of head g of the group, in this lane's K order.
     uint32_t qa[L::kKWords];
     {
-      const float* q = qkv + static_cast<int64_t>(ri.x) * qkv_width +
-                       static_cast<int64_t>(kv_head * group + min(g, group - 1)) * HD;
+      const float* q = qkv + static_cast<int64_t>(cur.ri.x) * qkv_width +
+                       static_cast<int64_t>(cur.kv_head * group + min(g, group - 1)) * HD;
 #pragma unroll
       for (int w = 0; w < L::kKWords; ++w) {
         if constexpr (FP8) {  // K's pair order (HeadLayout::k_pair)
@@ -138,15 +200,15 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
     for (int mt = 0; mt < L::kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
 
-    for (int j = 0; j < my_tiles; ++j) {
+    for (int j = 0; j < cur.my_tiles; ++j) {
       cp_async_wait<STAGES - 2>();  // tile j has landed
       __syncwarp();                 // other lanes' copies are visible, the last tile is read
-      issue(j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
+      issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
       cp_async_commit();
-      if (j + STAGES < my_tiles) next_slot = slot_of(j + STAGES);
-      const int tb = k0 + (warp + j * WARPS) * 16;
-      tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, k_end, qa, m_run,
-                           l_run, acc);
+      if (j + STAGES < cur.my_tiles) next_slot = slot_of(cur, j + STAGES);
+      const int tb = cur.k0 + (warp + j * WARPS) * 16;
+      tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
+                           m_run, l_run, acc);
     }
     cp_async_wait<0>();
     if constexpr (FP8) {  // V was read times 2^-8: exact in f32
@@ -156,13 +218,25 @@ __global__ void __launch_bounds__(WARPS * 32)
       }
     }
 
-    merge_warps<HD, WARPS, FP8>(smem, warp, lane, group, m_run, l_run, acc);
-    const int64_t first = (static_cast<int64_t>(r) * shape.num_heads + kv_head * group) *
-                              splits.max_splits + split;
-    bf16* out_row = out + (static_cast<int64_t>(ri.x) * shape.num_heads + kv_head * group) * HD;
-    write_piece<HD, WARPS>(smem, group, splits.max_splits, first, plan.count == 1, out_row,
+    const ItemPlace done = cur;
+    const int next = item + gridDim.x;
+    started = false;
+    if (next < total) {
+      cur = place_of<WARPS>(next, prefix, info, num_rows, kv_heads, splits, warp);
+      if (prefetch) {
+        __syncwarp();  // every lane is done reading this warp's stages
+        prologue(cur, Zero{}, Ahead{});
+        started = true;
+      }
+    }
+
+    merge_warps<HD, WARPS, FP8>(merge_area, warp, lane, group, m_run, l_run, acc);
+    const int64_t first = (static_cast<int64_t>(done.r) * shape.num_heads + done.kv_head * group) *
+                              splits.max_splits + done.split;
+    bf16* out_row = out + (static_cast<int64_t>(done.ri.x) * shape.num_heads + done.kv_head * group) * HD;
+    write_piece<HD, WARPS>(merge_area, group, splits.max_splits, first, done.pieces == 1, out_row,
                            partial_acc, partial_ml);
-    __syncthreads();  // the next item's copies overwrite the shared memory
+    __syncthreads();  // the next item's later copies overwrite the merge's shared memory
   }
 }
 
@@ -185,10 +259,22 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
+// PACELINE_DECODE_PREFETCH, read once (a malformed value was refused when the model allocated
+// its cache: CudaModel, decode_prefetch_from).
+bool prefetch_next_item() {
+  static const bool on = [] {
+    std::string error;
+    return decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error)
+        .value_or(kDecodePrefetch);
+  }();
+  return on;
+}
+
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
-                   float* partial_ml, bf16* out, cudaStream_t stream) {
+                   float* partial_ml, bf16* out, cudaStream_t stream,
+                   bool prefetch = prefetch_next_item()) {
   auto kernel = decode_kernel<HD, WARPS, STAGES, FP8>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -205,7 +291,8 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     float* ml = partial_ml + first * head_stride * 2;
     cudaError_t e =
         launch_after_previous(ChainedKernel::kDecode, kernel, dim3(blocks), dim3(WARPS * 32), smem,
-                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out);
+                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out,
+                              prefetch);
     if (e != cudaSuccess) return e;
     const int merge_smem = static_cast<int>(sizeof(float)) *
                            (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
@@ -236,6 +323,16 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
                                     bf16* out, cudaStream_t stream) {
+  return launch_attention_decode_prefetch(decode::prefetch_next_item(), qkv, rows, num_rows,
+                                          splits, shape, in, cache, partial_acc, partial_ml, out,
+                                          stream);
+}
+
+cudaError_t launch_attention_decode_prefetch(bool prefetch, const float* qkv, const int32_t* rows,
+                                             int num_rows, DecodeSplits splits,
+                                             AttentionShape shape, RowInputs in, LayerCache cache,
+                                             float* partial_acc, float* partial_ml, bf16* out,
+                                             cudaStream_t stream) {
   if (!decode::valid(shape, splits)) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaGetLastError();
   using decode::kStages;
@@ -244,20 +341,20 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
   using decode::launch;
   if (cache.fp8()) {
     switch (shape.head_dim) {
-      case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 32: return launch<32, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 64: return launch<64, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 128: return launch<128, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-      case 256: return launch<256, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+      case 32: return launch<32, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+      case 64: return launch<64, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+      case 128: return launch<128, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+      case 256: return launch<256, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
       default: return cudaErrorInvalidValue;
     }
   }
   switch (shape.head_dim) {
-    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
-    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
     default: return cudaErrorInvalidValue;
   }
 }

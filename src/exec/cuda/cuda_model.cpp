@@ -37,6 +37,8 @@ DecodeSplits decode_splits_for(bool fp8) {
   const std::optional<DecodeSplits> s =
       decode_splits_from(std::getenv("PACELINE_DECODE_SPLITS"), fp8, &error);
   if (!s) fail("{}", error);
+  // Read by the kernel's launch; refused here, before anything runs, when malformed.
+  if (!decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error)) fail("{}", error);
   return *s;
 }
 

@@ -100,4 +100,19 @@ inline std::optional<DecodeSplits> decode_splits_from(const char* value, bool fp
   return s;
 }
 
+// Whether a decode block issues its next work item's first tiles before it merges the current
+// one's warps (attention_decode.cu), overlapping each item's merge and partial writes with the
+// next one's first memory round trips. The same arithmetic, so the same bits, either way.
+inline constexpr bool kDecodePrefetch = false;
+
+// PACELINE_DECODE_PREFETCH's value: nullptr (unset) or empty gives kDecodePrefetch, "0" off, "1"
+// on; anything else is an error, described in *error.
+inline std::optional<bool> decode_prefetch_from(const char* value, std::string* error) {
+  if (value == nullptr || *value == 0) return kDecodePrefetch;
+  if (value[0] == '0' && value[1] == 0) return false;
+  if (value[0] == '1' && value[1] == 0) return true;
+  *error = "PACELINE_DECODE_PREFETCH=\"" + std::string(value) + "\": expected 0 or 1";
+  return std::nullopt;
+}
+
 }  // namespace paceline::cuda
