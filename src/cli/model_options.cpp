@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/resources.h"
 #include "exec/cpu/cpu_executor.h"
+#include "exec/nccl_library.h"
 #include "exec/null_executor.h"
 #include "sched/cudagraph_sizes.h"
 #if PACELINE_HAVE_CUDA
@@ -321,9 +322,20 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
   // The CUDA executor's options resolve it (cuda_executor_options), the others refuse fp8.
   if (o.device != "cuda") checked_prefill_attention_dtype(o);
   if (o.tensor_parallel_size > 1 && o.device != "cpu") {
+    // What CUDA ranks will load first (docs/tensor-parallel.md): say whether it is there.
+    std::string nccl_state;
+    if (o.device == "cuda") {
+      try {
+        const auto nccl = nccl::Library::load();
+        nccl_state = fmt::format(" (NCCL {} loads from {})",
+                                 nccl::version_string(nccl->version()), nccl->path());
+      } catch (const Error& e) {
+        nccl_state = fmt::format(" (and {})", e.what());
+      }
+    }
     fail("--tensor-parallel-size {}: the {} executor runs on one device; only --device cpu "
          "splits the model (into ranks computed in turn); tensor parallelism over several GPUs "
-         "is not built yet", o.tensor_parallel_size, o.device);
+         "is not built yet{}", o.tensor_parallel_size, o.device, nccl_state);
   }
   if (o.device == "null") {
     // Only the KV shape matters to the scheduler; no memory is taken.

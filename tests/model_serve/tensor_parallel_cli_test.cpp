@@ -1,6 +1,7 @@
 // `--tensor-parallel-size` (`-tp`, vLLM's flag) through the real binary: on the CPU the model
 // split into two ranks generates the unsplit model's greedy tokens; a split that does not divide
-// the model, or a device that cannot split it, is an error at startup that says why.
+// the model, or a device that cannot split it, is an error at startup that says why (for the
+// cuda executor, also whether NCCL loads).
 #include <string>
 
 #include <gmock/gmock.h>
@@ -49,6 +50,19 @@ TEST(TensorParallelCli, OnlyTheCpuSplitsTheModel) {
   const ProcessResult r = generate(folder, {"--device", "null", "-tp", "2"});
   EXPECT_NE(r.status, 0);
   EXPECT_THAT(r.errors, HasSubstr("--tensor-parallel-size 2: the null executor runs on one device"));
+}
+
+// The cuda executor refuses too, and says whether the NCCL its ranks will need loads (here it
+// may or may not be installed: either answer names it).
+TEST(TensorParallelCli, TheCudaExecutorRefusesAndSaysWhetherNcclLoads) {
+  ModelFolder folder("tp-cuda");
+  const ProcessResult r = generate(folder, {"--device", "cuda", "-tp", "2"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.errors, HasSubstr("--tensor-parallel-size 2: the cuda executor runs on one device"));
+  const bool loads = r.errors.find("(NCCL 2.") != std::string::npos &&
+                     r.errors.find("loads from libnccl.so.2)") != std::string::npos;
+  const bool missing = r.errors.find("cannot load libnccl.so.2") != std::string::npos;
+  EXPECT_TRUE(loads || missing) << r.errors;
 }
 
 }  // namespace
