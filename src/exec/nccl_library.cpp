@@ -48,13 +48,15 @@ void resolve(void* handle, const std::string& path, const char* name, F*& fn) {
     const char* error = dlerror();
     const std::string why = error != nullptr ? error : "not found";  // before dlclose frees it
     dlclose(handle);
-    fail("{}: no {} in it ({}): not NCCL, or an NCCL without that entry point; {}", path, name,
-         why, kWhatNeedsIt);
+    fail("{}: no {} in it ({}): not NCCL, or an NCCL without that entry point; {}", path, name, why,
+         kWhatNeedsIt);
   }
   fn = reinterpret_cast<F*>(symbol);
 }
 
-Result result_of(int code) { return static_cast<Result>(code); }
+Result result_of(int code) {
+  return static_cast<Result>(code);
+}
 
 }  // namespace
 
@@ -62,9 +64,10 @@ std::unique_ptr<Library> Library::load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    fail("cannot load {} ({}); {}: install it (NVIDIA's libnccl2 package) or put its folder on "
-         "LD_LIBRARY_PATH",
-         path, why != nullptr ? why : "not found", kWhatNeedsIt);
+    fail(
+        "cannot load {} ({}); {}: install it (NVIDIA's libnccl2 package) or put its folder on "
+        "LD_LIBRARY_PATH",
+        path, why != nullptr ? why : "not found", kWhatNeedsIt);
   }
   auto entry = std::make_unique<Entry>();
   resolve(handle, path, "ncclGetVersion", entry->get_version);
@@ -93,7 +96,9 @@ int Library::version() const {
   return entry_->get_version(&code) == 0 ? code : 0;
 }
 
-Result Library::get_unique_id(UniqueId* id) const { return result_of(entry_->get_unique_id(id)); }
+Result Library::get_unique_id(UniqueId* id) const {
+  return result_of(entry_->get_unique_id(id));
+}
 
 Result Library::comm_init_rank(Comm* comm, int nranks, const UniqueId& id, int rank) const {
   return result_of(entry_->comm_init_rank(comm, nranks, id, rank));
@@ -103,7 +108,9 @@ Result Library::comm_init_all(Comm* comms, int ndev, const int* devices) const {
   return result_of(entry_->comm_init_all(comms, ndev, devices));
 }
 
-Result Library::comm_destroy(Comm comm) const { return result_of(entry_->comm_destroy(comm)); }
+Result Library::comm_destroy(Comm comm) const {
+  return result_of(entry_->comm_destroy(comm));
+}
 
 Result Library::all_reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
                            Comm comm, Stream stream) const {
@@ -117,8 +124,12 @@ Result Library::all_gather(const void* send, void* recv, size_t send_count, Data
       entry_->all_gather(send, recv, send_count, static_cast<int>(type), comm, stream));
 }
 
-Result Library::group_start() const { return result_of(entry_->group_start()); }
-Result Library::group_end() const { return result_of(entry_->group_end()); }
+Result Library::group_start() const {
+  return result_of(entry_->group_start());
+}
+Result Library::group_end() const {
+  return result_of(entry_->group_end());
+}
 
 std::string Library::error_string(Result result) const {
   const char* s = entry_->get_error_string(static_cast<int>(result));

@@ -57,8 +57,8 @@ class Library {
   Result comm_init_rank(Comm* comm, int nranks, const UniqueId& id, int rank) const;
   Result comm_init_all(Comm* comms, int ndev, const int* devices) const;
   Result comm_destroy(Comm comm) const;
-  Result all_reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
-                    Comm comm, Stream stream) const;
+  Result all_reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, Comm comm,
+                    Stream stream) const;
   Result all_gather(const void* send, void* recv, size_t send_count, DataType type, Comm comm,
                     Stream stream) const;
   Result group_start() const;

@@ -43,15 +43,15 @@ TEST(NcclLibrary, EveryEntryPointIsResolvedAndCalledThrough) {
   ASSERT_NE(comm, nullptr);
   std::array<float, 3> send{1.5f, -2.0f, 4.0f}, recv{};
   ASSERT_EQ(nccl->group_start(), Result::kSuccess);
-  EXPECT_EQ(nccl->all_reduce(send.data(), recv.data(), 3, DataType::kFloat32, RedOp::kSum, comm,
-                             nullptr),
-            Result::kSuccess);
+  EXPECT_EQ(
+      nccl->all_reduce(send.data(), recv.data(), 3, DataType::kFloat32, RedOp::kSum, comm, nullptr),
+      Result::kSuccess);
   ASSERT_EQ(nccl->group_end(), Result::kSuccess);
   EXPECT_EQ(recv, send);  // one rank: the sum is the input
   std::array<uint16_t, 2> half_send{0x3f80, 0x4000}, half_recv{};
-  EXPECT_EQ(nccl->all_gather(half_send.data(), half_recv.data(), 2, DataType::kBfloat16, comm,
-                             nullptr),
-            Result::kSuccess);
+  EXPECT_EQ(
+      nccl->all_gather(half_send.data(), half_recv.data(), 2, DataType::kBfloat16, comm, nullptr),
+      Result::kSuccess);
   EXPECT_EQ(half_recv, half_send);
   // An error's code and NCCL's words for it come back.
   EXPECT_EQ(nccl->comm_init_rank(&comm, 2, id, 0), Result::kInvalidArgument);
@@ -88,7 +88,8 @@ TEST(NcclLibrary, TheInstalledNcclLoadsWhereThereIsOne) {
     GTEST_SKIP() << e.what();
   }
   EXPECT_GT(nccl->version(), 0);
-  std::printf("[ nccl ] %s: NCCL %s\n", nccl->path().c_str(), version_string(nccl->version()).c_str());
+  std::printf("[ nccl ] %s: NCCL %s\n", nccl->path().c_str(),
+              version_string(nccl->version()).c_str());
 }
 
 // What a child process of this one sees of NCCL_NVLS_ENABLE.
