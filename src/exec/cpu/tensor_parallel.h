@@ -9,7 +9,8 @@
 //
 // One process computes every rank in turn (there is one CPU): this proves the split and the
 // reductions against the unsplit forward and Hugging Face's logits, so that an executor with
-// one process per GPU can run the same plan with NCCL in place of the loop.
+// one thread per GPU can run the same plan with NCCL in place of the loop (docs/tensor-parallel.md,
+// "The CUDA ranks"; NCCL itself: exec/nccl_library.h).
 #include <cstdint>
 #include <vector>
 
