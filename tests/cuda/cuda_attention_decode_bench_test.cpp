@@ -69,8 +69,13 @@ struct Config {
   int warps = 0, stages = 0;  // 0: the production launcher
   cuda::DecodeSplits splits = cuda::kDecodePlanBf16;
   bool fp8 = false;  // the FP8 cache (production launcher)
-  int prefetch = -1;  // production launcher: -1 PACELINE_DECODE_PREFETCH's choice, else 0 or 1
 };
+
+// A plan with the next-item prefetch set (DecodeSplits::prefetch).
+cuda::DecodeSplits with_prefetch(cuda::DecodeSplits s, bool prefetch) {
+  s.prefetch = prefetch;
+  return s;
+}
 
 TEST(CudaDecodeAttentionBench, KvBandwidth) {
   PACELINE_REQUIRE_GPU();
@@ -115,17 +120,22 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
   const auto plan_name = [](cuda::DecodeSplits p) {
     return std::to_string(p.max_splits) + " x >=" + std::to_string(p.min_chunk);
   };
+  // The production rows and PACELINE_DECODE_BENCH_PLANS' take PACELINE_DECODE_PREFETCH's choice.
+  std::string prefetch_error;
+  const std::optional<bool> prefetch =
+      cuda::decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &prefetch_error);
+  ASSERT_TRUE(prefetch.has_value()) << prefetch_error;
   std::vector<Config> configs = {
       {"production (4 warps, 2 stages, " + plan_name(cuda::kDecodePlanBf16) + ")", 0, 0,
-       cuda::kDecodePlanBf16},
+       with_prefetch(cuda::kDecodePlanBf16, *prefetch)},
       {"fp8 production (4 warps, 4 stages, " + plan_name(cuda::kDecodePlanFp8) + ")", 0, 0,
-       cuda::kDecodePlanFp8, true},
+       with_prefetch(cuda::kDecodePlanFp8, *prefetch), true},
       // The production kernels with and without the next item's first tiles issued before the
       // merge (PACELINE_DECODE_PREFETCH), whatever the variable says, side by side.
-      {"production, prefetch 0", 0, 0, cuda::kDecodePlanBf16, false, 0},
-      {"production, prefetch 1", 0, 0, cuda::kDecodePlanBf16, false, 1},
-      {"fp8 production, prefetch 0", 0, 0, cuda::kDecodePlanFp8, true, 0},
-      {"fp8 production, prefetch 1", 0, 0, cuda::kDecodePlanFp8, true, 1},
+      {"production, prefetch 0", 0, 0, with_prefetch(cuda::kDecodePlanBf16, false)},
+      {"production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanBf16, true)},
+      {"fp8 production, prefetch 0", 0, 0, with_prefetch(cuda::kDecodePlanFp8, false), true},
+      {"fp8 production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanFp8, true), true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},
@@ -141,8 +151,9 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       const std::optional<cuda::DecodeSplits> p =
           cuda::decode_splits_from(all.substr(at, end - at).c_str(), false, &error);
       ASSERT_TRUE(p.has_value()) << error;
-      configs.push_back({"production plan " + plan_name(*p), 0, 0, *p});
-      configs.push_back({"fp8 production plan " + plan_name(*p), 0, 0, *p, true});
+      configs.push_back({"production plan " + plan_name(*p), 0, 0, with_prefetch(*p, *prefetch)});
+      configs.push_back(
+          {"fp8 production plan " + plan_name(*p), 0, 0, with_prefetch(*p, *prefetch), true});
       most_splits = std::max(most_splits, p->max_splits);
       at = end + 1;
     }
@@ -196,11 +207,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
         auto enqueue = [&] {
           for (int i = 0; i < launches; ++i) {
             const int32_t* list = rows.rows.as<int32_t>() + (i % rot) * batch;
-            if (c.warps == 0 && c.prefetch >= 0) {
-              PACELINE_CUDA_CHECK(cuda::launch_attention_decode_prefetch(
-                  c.prefetch == 1, qkv.as<float>(), list, batch, c.splits, shape, rows.in(),
-                  cache, acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
-            } else if (c.warps == 0) {
+            if (c.warps == 0) {
               PACELINE_CUDA_CHECK(cuda::launch_attention_decode(
                   qkv.as<float>(), list, batch, c.splits, shape, rows.in(), cache,
                   acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));

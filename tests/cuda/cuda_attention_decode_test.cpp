@@ -118,18 +118,11 @@ struct OnDevice {
       d_list = list_buf.as<int32_t>();
     }
     const int n = list.empty() ? rows.num_rows : static_cast<int>(list.size());
-    if (prefetch < 0) {
-      PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits,
-                                                        p.shape, rows.in(), cache(),
-                                                        acc.as<float>(), ml.as<float>(),
-                                                        out.as<cuda::bf16>(), stream));
-    } else {
-      PACELINE_CUDA_CHECK(cuda::launch_attention_decode_prefetch(
-          prefetch == 1, qkv.as<float>(), d_list, n, p.splits, p.shape, rows.in(), cache(),
-          acc.as<float>(), ml.as<float>(), out.as<cuda::bf16>(), stream));
-    }
+    PACELINE_CUDA_CHECK(cuda::launch_attention_decode(qkv.as<float>(), d_list, n, p.splits, p.shape,
+                                                      rows.in(), cache(), acc.as<float>(),
+                                                      ml.as<float>(), out.as<cuda::bf16>(),
+                                                      stream));
   }
-  int prefetch = -1;  // -1: PACELINE_DECODE_PREFETCH's choice; 0 or 1: without or with it
   std::vector<uint16_t> result() const {
     PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
     return testing::download<uint16_t>(out, out.bytes() / 2);
@@ -335,7 +328,7 @@ void expect_rows_batch_invariant(bool fp8) {
 }
 
 // A block that issues its next item's first tiles before merging the current one's warps
-// (PACELINE_DECODE_PREFETCH=1) writes the bits of one that does not, and both match the
+// (DecodeSplits::prefetch, PACELINE_DECODE_PREFETCH=1) writes the bits of one that does not, and both match the
 // reference: with many more items than blocks (every block takes several, of pieces of every
 // length, rows of one piece and padding rows among them), for both caches and the head sizes
 // whose stages the merge shares differently.
@@ -359,10 +352,10 @@ TEST(CudaDecodeAttention, PrefetchingTheNextItemKeepsTheBits) {
       if (fp8) testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
       OnDevice d(p);
       if (fp8) d.use_fp8(k8, v8);
-      d.prefetch = 0;
+      p.splits.prefetch = false;  // d reads p's plan at each launch
       d.run({});
       const std::vector<uint16_t> without = d.result();
-      d.prefetch = 1;
+      p.splits.prefetch = true;
       d.run({});
       const std::vector<uint16_t> with = d.result();
       const double e = check_against_reference(p, with);

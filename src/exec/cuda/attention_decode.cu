@@ -13,10 +13,8 @@
 // here); a second kernel merges the pieces of each row (attention_decode_merge.cuh).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -83,7 +81,7 @@ constexpr int tiles_ahead() {
 // 168 registers for the production shape (ptxas, CUDA 13.0; 163 for FP8 with four stages): three
 // blocks per SM, as many as its shared memory allows. A bound of three blocks made ptxas spill.
 //
-// prefetch: a block issues its next item's first tiles_ahead tiles (their block-table lookups
+// splits.prefetch: a block issues its next item's first tiles_ahead tiles (their block-table lookups
 // and copies) before it merges the current item's warps, so the merge, the partial's writes and
 // the next item's first memory round trips overlap; otherwise each item starts its copies after
 // the last one's merge. The same arithmetic either way: only when the copies start differs.
@@ -92,7 +90,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
                   float* __restrict__ partial_acc, float* __restrict__ partial_ml,
-                  bf16* __restrict__ out, bool prefetch) {
+                  bf16* __restrict__ out) {
   using L = HeadLayout<HD>;
   constexpr int kAhead = tiles_ahead<HD, WARPS, STAGES, FP8>();
   static_assert(kAhead >= 1, "the merge leaves no stage for the next item's first tile");
@@ -223,7 +221,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     started = false;
     if (next < total) {
       cur = place_of<WARPS>(next, prefix, info, num_rows, kv_heads, splits, warp);
-      if (prefetch) {
+      if (splits.prefetch) {
         __syncwarp();  // every lane is done reading this warp's stages
         prologue(cur, Zero{}, Ahead{});
         started = true;
@@ -259,22 +257,10 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-// PACELINE_DECODE_PREFETCH, read once (a malformed value was refused when the model allocated
-// its cache: CudaModel, decode_prefetch_from).
-bool prefetch_next_item() {
-  static const bool on = [] {
-    std::string error;
-    return decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error)
-        .value_or(kDecodePrefetch);
-  }();
-  return on;
-}
-
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
-                   float* partial_ml, bf16* out, cudaStream_t stream,
-                   bool prefetch = prefetch_next_item()) {
+                   float* partial_ml, bf16* out, cudaStream_t stream) {
   auto kernel = decode_kernel<HD, WARPS, STAGES, FP8>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -291,8 +277,7 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     float* ml = partial_ml + first * head_stride * 2;
     cudaError_t e =
         launch_after_previous(ChainedKernel::kDecode, kernel, dim3(blocks), dim3(WARPS * 32), smem,
-                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out,
-                              prefetch);
+                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out);
     if (e != cudaSuccess) return e;
     const int merge_smem = static_cast<int>(sizeof(float)) *
                            (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
@@ -323,16 +308,6 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
                                     bf16* out, cudaStream_t stream) {
-  return launch_attention_decode_prefetch(decode::prefetch_next_item(), qkv, rows, num_rows,
-                                          splits, shape, in, cache, partial_acc, partial_ml, out,
-                                          stream);
-}
-
-cudaError_t launch_attention_decode_prefetch(bool prefetch, const float* qkv, const int32_t* rows,
-                                             int num_rows, DecodeSplits splits,
-                                             AttentionShape shape, RowInputs in, LayerCache cache,
-                                             float* partial_acc, float* partial_ml, bf16* out,
-                                             cudaStream_t stream) {
   if (!decode::valid(shape, splits)) return cudaErrorInvalidValue;
   if (num_rows <= 0) return cudaGetLastError();
   using decode::kStages;
@@ -341,20 +316,20 @@ cudaError_t launch_attention_decode_prefetch(bool prefetch, const float* qkv, co
   using decode::launch;
   if (cache.fp8()) {
     switch (shape.head_dim) {
-      case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-      case 32: return launch<32, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-      case 64: return launch<64, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-      case 128: return launch<128, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-      case 256: return launch<256, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+      case 16: return launch<16, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 32: return launch<32, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 64: return launch<64, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 128: return launch<128, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+      case 256: return launch<256, kWarps, kStagesFp8, true>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
       default: return cudaErrorInvalidValue;
     }
   }
   switch (shape.head_dim) {
-    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
-    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream, prefetch);
+    case 16: return launch<16, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 32: return launch<32, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 64: return launch<64, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 128: return launch<128, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
+    case 256: return launch<256, kWarps, kStages>(qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -34,11 +34,13 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
 
 DecodeSplits decode_splits_for(bool fp8) {
   std::string error;
-  const std::optional<DecodeSplits> s =
+  std::optional<DecodeSplits> s =
       decode_splits_from(std::getenv("PACELINE_DECODE_SPLITS"), fp8, &error);
   if (!s) fail("{}", error);
-  // Read by the kernel's launch; refused here, before anything runs, when malformed.
-  if (!decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error)) fail("{}", error);
+  const std::optional<bool> prefetch =
+      decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error);
+  if (!prefetch) fail("{}", error);
+  s->prefetch = *prefetch;
   return *s;
 }
 

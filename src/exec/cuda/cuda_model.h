@@ -19,8 +19,8 @@
 
 namespace paceline::cuda {
 
-// The decode split plan of a cache of FP8 (else bf16) elements, PACELINE_DECODE_SPLITS applied;
-// fails with the variable's error when it is malformed.
+// The decode split plan of a cache of FP8 (else bf16) elements, PACELINE_DECODE_SPLITS and
+// PACELINE_DECODE_PREFETCH applied; fails with a variable's error when it is malformed.
 DecodeSplits decode_splits_for(bool fp8);
 
 struct StepCounts {

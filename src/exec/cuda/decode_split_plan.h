@@ -12,6 +12,11 @@
 
 namespace paceline::cuda {
 
+// Whether a decode block issues its next work item's first tiles before it merges the current
+// one's warps (attention_decode.cu), overlapping each item's merge and partial writes with the
+// next one's first memory round trips. The same arithmetic, so the same bits, either way.
+inline constexpr bool kDecodePrefetch = false;
+
 struct DecodeSplits {
   int max_splits = 16;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
@@ -19,6 +24,9 @@ struct DecodeSplits {
   // to max_splits from min_chunk alone).
   int short_splits = 0;
   int long_chunk = 0;
+  // How a block takes its items, not how they are cut: the next item's first tiles before this
+  // one's merge (PACELINE_DECODE_PREFETCH).
+  bool prefetch = kDecodePrefetch;
 };
 
 struct DecodeSplitPlan {
@@ -99,11 +107,6 @@ inline std::optional<DecodeSplits> decode_splits_from(const char* value, bool fp
   }
   return s;
 }
-
-// Whether a decode block issues its next work item's first tiles before it merges the current
-// one's warps (attention_decode.cu), overlapping each item's merge and partial writes with the
-// next one's first memory round trips. The same arithmetic, so the same bits, either way.
-inline constexpr bool kDecodePrefetch = false;
 
 // PACELINE_DECODE_PREFETCH's value: nullptr (unset) or empty gives kDecodePrefetch, "0" off, "1"
 // on; anything else is an error, described in *error.

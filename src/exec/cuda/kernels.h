@@ -84,13 +84,6 @@ cudaError_t launch_attention_decode(const float* qkv, const int32_t* rows, int n
                                     DecodeSplits splits, AttentionShape shape, RowInputs in,
                                     LayerCache cache, float* partial_acc, float* partial_ml,
                                     bf16* out, cudaStream_t stream);
-// The same attention with the next-item prefetch given rather than PACELINE_DECODE_PREFETCH's
-// (decode_split_plan.h): the same bits either way; for the tests and the benchmark.
-cudaError_t launch_attention_decode_prefetch(bool prefetch, const float* qkv, const int32_t* rows,
-                                             int num_rows, DecodeSplits splits,
-                                             AttentionShape shape, RowInputs in, LayerCache cache,
-                                             float* partial_acc, float* partial_ml, bf16* out,
-                                             cudaStream_t stream);
 // The same attention with another pipeline shape (warps per block, shared-memory stages: 4 and
 // 2, 4 and 3, 8 and 2), for the benchmark in tests/cuda; head_dim 128 only. Another warp count
 // deals the tiles another way, so results match launch_attention_decode to rounding only.

@@ -6,17 +6,26 @@
 // registers (rows up to kThreads * 32 wide) every load of a thread is issued before the first
 // is used, so a row costs one memory latency instead of one per element; the sum runs in the
 // same order as the loop over memory would, so the bits are the loop's. Wider rows take the loop.
+#include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/kernels.h"
 #include "exec/cuda/programmatic_launch.cuh"
-#include "exec/cuda/rms_norm.cuh"
 
 namespace paceline::cuda {
 namespace {
 
-constexpr int kThreads = kNormThreads;
+constexpr int kThreads = 256;
 
+// A thread's sum of squares, one fused multiply-add an element (what `sum += v * v` compiles to,
+// written out so that the order and rounding are stated).
+__device__ __forceinline__ void add_square(float& sum, float v) { sum = __fmaf_rn(v, v, sum); }
+
+// The block's sum (block_sum: each warp's by warp_sum, then the warps' in one warp).
 __device__ __forceinline__ float inverse_rms(float sum_of_squares, int64_t width, float eps) {
-  return inverse_rms_of(block_sum(sum_of_squares), width, eps);
+  return 1.0f / sqrtf(block_sum(sum_of_squares) / static_cast<float>(width) + eps);
+}
+
+__device__ __forceinline__ bf16 normed_element(float weight, float v, float inv_rms) {
+  return __float2bfloat16(weight * (v * inv_rms));
 }
 
 // Rows up to which the weights are loaded with the row (decode-sized launches, bound by the
