@@ -82,6 +82,26 @@ TEST(DecodeSplitPlan, TheLongRegimeKeepsShortContextsAndAddsPiecesPastIt) {
   EXPECT_EQ(decode_split_plan(131072, s).chunk, 4096);
 }
 
+TEST(DecodeSplitPlan, TheFp8PlanIsSession21sUpTo32kThenUpTo48Pieces) {
+  // Up to 32k keys the plan of session 21 ({32, 128, 16, 1024}), piece for piece.
+  for (const int ctx : {1, 1024, 8192, 16384, 20000, 24576, 32768}) {
+    const DecodeSplitPlan now = decode_split_plan(ctx, kDecodePlanFp8);
+    const DecodeSplitPlan before = decode_split_plan(ctx, {32, 128, 16, 1024});
+    EXPECT_EQ(now.count, before.count) << ctx;
+    EXPECT_EQ(now.chunk, before.chunk) << ctx;
+  }
+  EXPECT_EQ(decode_split_plan(32768, kDecodePlanFp8).count, 32);
+  EXPECT_EQ(decode_split_plan(40960, kDecodePlanFp8).count, 40);  // a piece per 1,024 keys
+  // At most 48: 64k keys in 48 pieces would be 1,366 keys, rounded to 1,408 (whole 64-key
+  // rounds), which 47 pieces cover.
+  EXPECT_EQ(decode_split_plan(65536, kDecodePlanFp8).count, 47);
+  // 128k at 48 pieces: with 8 KV heads, 384 items a row (the grid is 3 blocks x 132 SMs).
+  EXPECT_EQ(decode_split_plan(131071, kDecodePlanFp8).count, 48);
+  EXPECT_EQ(decode_split_plan(131071, kDecodePlanFp8).chunk, 2752);
+  // bf16 keeps at most 16 pieces.
+  EXPECT_EQ(decode_split_plan(131071, kDecodePlanBf16).count, 16);
+}
+
 TEST(DecodeSplits, MalformedValuesAreErrorsThatQuoteThem) {
   for (const char* bad : {"64", "64,", "x,128", "0,128", "257,128", "16,8", "16,128,1",
                           "16,128x", "-4,128", "16, 128", "32,128,16", "32,128,0,1024",

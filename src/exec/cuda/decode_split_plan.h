@@ -14,8 +14,10 @@ namespace paceline::cuda {
 
 // Whether a decode block issues its next work item's first tiles before it merges the current
 // one's warps (attention_decode.cu), overlapping each item's merge and partial writes with the
-// next one's first memory round trips. The same arithmetic, so the same bits, either way.
-inline constexpr bool kDecodePrefetch = false;
+// next one's first memory round trips. The same arithmetic, so the same bits, either way. On
+// since session 23 (H200: the kernel 3.6% faster at 1k x 64, 2% at 8k x 16, even from 32k; the
+// step at batch 64, 1k -1.4%; docs/performance.md).
+inline constexpr bool kDecodePrefetch = true;
 
 struct DecodeSplits {
   int max_splits = 16;  // pieces per row at most (the partials' stride)
@@ -61,14 +63,18 @@ PACELINE_HOST_DEVICE inline DecodeSplitPlan decode_split_plan(int ctx, DecodeSpl
 // grow with it).
 inline constexpr int kMaxDecodeSplits = 256;
 
-// The executor's plans, one per cache element type (docs/performance.md, "Session 21").
-// bf16: at most 16 pieces of at least 128 keys (the plan of sessions 9 to 20). FP8: the same up
-// to 16k keys, then a piece per 1,024 keys up to 32, so that a long context at a small batch puts
-// more blocks on the device: the FP8 kernel does about as much work a key for half the bytes, and
-// with few blocks an SM its pieces are bound by that work (H100 steps: 128k batch 4 -8.4%, 32k
-// batch 1 -4.3%, batch 16 -1.9%; the same plan left bf16 steps within 1%).
+// The executor's plans, one per cache element type (docs/performance.md, "Session 21" and
+// "Session 23"). bf16: at most 16 pieces of at least 128 keys (the plan of sessions 9 to 20).
+// FP8: the same up to 16k keys, then a piece per 1,024 keys up to 48, so that a long context at
+// a small batch puts more blocks on the device: the FP8 kernel does about as much work a key for
+// half the bytes, and with few blocks an SM its pieces are bound by that work (session 21, up to
+// 32 pieces; H100 steps: 128k batch 4 -8.4%, 32k batch 1 -4.3%, batch 16 -1.9%; the same plan
+// left bf16 steps within 1%). Past 32k keys up to 48 pieces (session 23): 48 x 8 KV heads = 384
+// items, about the persistent grid's 396 blocks, so 128k at batch 4 fills 3.9 whole waves where
+// 32 pieces left the busiest blocks 3 items against a mean of 2.6 (H200 kernel bench, 128k x 4:
+// 298.6 against 321.8 us). Up to 32k the plan is session 21's.
 inline constexpr DecodeSplits kDecodePlanBf16{16, 128};
-inline constexpr DecodeSplits kDecodePlanFp8{32, 128, 16, 1024};
+inline constexpr DecodeSplits kDecodePlanFp8{48, 128, 16, 1024};
 
 // PACELINE_DECODE_SPLITS's value, "MAX,MIN" (max_splits, min_chunk) or "MAX,MIN,SHORT,LONG"
 // (and short_splits, long_chunk), for measuring other plans: nullptr (unset) or empty gives the
