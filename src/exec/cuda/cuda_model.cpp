@@ -12,7 +12,10 @@
 namespace paceline::cuda {
 
 CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream)
-    : config_(config), stream_(stream), weights_(gpu_weights_upload(config, weights)),
+    // One GPU: tensor-parallel rank 0 of 1, which takes every tensor whole.
+    : config_(config),
+      stream_(stream),
+      weights_(gpu_weights_upload(config, weights, tensor_parallel_shape(config, 1), 0)),
       gemm_(stream) {
   const AttentionShape s = attention_shape();
   if (s.num_kv_heads <= 0 || s.num_heads % s.num_kv_heads != 0 || s.num_heads / s.num_kv_heads > 8) {

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
+#include "model/tensor_parallel_slices.h"
 
 namespace paceline::cuda {
 namespace {
@@ -21,31 +22,37 @@ const TensorView& checked(const Weights& weights, const std::string& name,
   return view;
 }
 
-// Copies `view` as bf16 to dst; bf16 sources go as they are, others through float32.
-void upload_bf16(const TensorView& view, bf16* dst) {
-  const auto n = static_cast<size_t>(view.numel());
-  if (view.dtype == DType::kBF16) {
+// Copies `slice` of `view` as bf16 to dst: a whole bf16 tensor as it is, a slice of one by its
+// rows' bytes, others through float32.
+void upload_bf16(const TensorView& view, const TensorSlice& slice, bf16* dst) {
+  const auto n = static_cast<size_t>(slice.numel());
+  slice_check_shape(view, slice);
+  if (view.dtype == DType::kBF16 && slice.whole()) {
     PACELINE_CUDA_CHECK(cudaMemcpy(dst, view.data, n * sizeof(bf16), cudaMemcpyHostToDevice));
     return;
   }
-  std::vector<float> f32(n);
-  view.to_f32(f32.data());
-  std::vector<bf16> converted(n);
-  for (size_t i = 0; i < n; ++i) converted[i] = __float2bfloat16(f32[i]);
-  PACELINE_CUDA_CHECK(
-      cudaMemcpy(dst, converted.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  std::vector<bf16> host(n);
+  if (view.dtype == DType::kBF16) {
+    slice_copy_bytes(view, slice, host.data());
+  } else {
+    std::vector<float> f32(n);
+    slice_to_f32(view, slice, f32.data());
+    for (size_t i = 0; i < n; ++i) host[i] = __float2bfloat16(f32[i]);
+  }
+  PACELINE_CUDA_CHECK(cudaMemcpy(dst, host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
 }
 
-// Stacks the named [rows_i, cols] tensors into one bf16 matrix.
-DeviceBuffer stacked_bf16(const Weights& weights, const std::vector<std::string>& names,
-                          const std::vector<int64_t>& rows, int64_t cols, int64_t& bytes) {
+// Stacks the slices (of one column count) into one bf16 matrix, in order.
+DeviceBuffer stacked_bf16(const Weights& weights, const std::vector<TensorSlice>& slices,
+                          int64_t& bytes) {
   int64_t total_rows = 0;
-  for (int64_t r : rows) total_rows += r;
+  for (const TensorSlice& t : slices) total_rows += t.rows;
+  const int64_t cols = slices.front().cols;
   DeviceBuffer buf(static_cast<size_t>(total_rows * cols) * sizeof(bf16));
   int64_t offset = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    upload_bf16(checked(weights, names[i], {rows[i], cols}), buf.as<bf16>() + offset * cols);
-    offset += rows[i];
+  for (const TensorSlice& t : slices) {
+    upload_bf16(weights.get(t.name), t, buf.as<bf16>() + offset * cols);
+    offset += t.rows;
   }
   bytes += static_cast<int64_t>(buf.bytes());
   return buf;
@@ -64,34 +71,35 @@ DeviceBuffer vector_f32(const Weights& weights, const std::string& name, int64_t
 
 }  // namespace
 
-GpuWeights gpu_weights_upload(const ModelConfig& c, const Weights& weights) {
+GpuWeights gpu_weights_upload(const ModelConfig& c, const Weights& weights,
+                              const TensorParallelShape& shape, int rank) {
   const int64_t hidden = c.hidden_size;
-  const int64_t inter = c.intermediate_size;
   GpuWeights w;
-  w.embed_tokens =
-      stacked_bf16(weights, {"model.embed_tokens.weight"}, {c.vocab_size}, hidden, w.bytes);
+  // Replicated on every rank: the embedding and the norms.
+  w.embed_tokens = stacked_bf16(
+      weights, {{"model.embed_tokens.weight", c.vocab_size, hidden, 0, c.vocab_size, 0, hidden}},
+      w.bytes);
   w.final_norm = vector_f32(weights, "model.norm.weight", hidden, w.bytes);
-  if (!c.tie_word_embeddings) {
-    w.lm_head = stacked_bf16(weights, {"lm_head.weight"}, {c.vocab_size}, hidden, w.bytes);
+  const TensorSlice lm_head = rank_lm_head_slice(c, shape, rank);
+  // Tied and whole: the embedding serves as the lm_head (lm_head_data()).
+  if (!c.tie_word_embeddings || !lm_head.whole()) {
+    w.lm_head = stacked_bf16(weights, {lm_head}, w.bytes);
   }
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
+    const RankLayerSlices s = rank_layer_slices(c, shape, rank, i);
     GpuLayerWeights& l = w.layers[static_cast<size_t>(i)];
     l.input_norm = vector_f32(weights, p + "input_layernorm.weight", hidden, w.bytes);
-    l.qkv_proj = stacked_bf16(
-        weights,
-        {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
-        {c.q_size(), c.kv_size(), c.kv_size()}, hidden, w.bytes);
+    l.qkv_proj = stacked_bf16(weights, s.qkv, w.bytes);
     if (c.qk_norm) {
       l.q_norm = vector_f32(weights, p + "self_attn.q_norm.weight", c.head_dim, w.bytes);
       l.k_norm = vector_f32(weights, p + "self_attn.k_norm.weight", c.head_dim, w.bytes);
     }
-    l.o_proj = stacked_bf16(weights, {p + "self_attn.o_proj.weight"}, {hidden}, c.q_size(), w.bytes);
+    l.o_proj = stacked_bf16(weights, {s.o_proj}, w.bytes);
     l.post_attention_norm = vector_f32(weights, p + "post_attention_layernorm.weight", hidden, w.bytes);
-    l.gate_up_proj = stacked_bf16(weights, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"},
-                                  {inter, inter}, hidden, w.bytes);
-    l.down_proj = stacked_bf16(weights, {p + "mlp.down_proj.weight"}, {hidden}, inter, w.bytes);
+    l.gate_up_proj = stacked_bf16(weights, s.gate_up, w.bytes);
+    l.down_proj = stacked_bf16(weights, {s.down}, w.bytes);
   }
   return w;
 }

@@ -8,6 +8,7 @@
 #include "exec/cuda/device_buffer.h"
 #include "exec/cuda/kernels.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 
 namespace paceline::cuda {
@@ -35,8 +36,12 @@ struct GpuWeights {
   }
 };
 
-// Checks every tensor's shape against the config (errors name the tensor) and uploads it,
-// converting to bf16 where the source is float32 or float16.
-GpuWeights gpu_weights_upload(const ModelConfig& config, const Weights& weights);
+// Rank `rank`'s weights of a model split over shape.world tensor-parallel ranks: its slices of
+// the projections and the lm_head (model/tensor_parallel_slices.h, the CPU split's slices), the
+// embedding and the norms whole. One rank (the one-GPU executor) takes every tensor whole,
+// through the same code. Checks every tensor's shape against the config (errors name the
+// tensor) and uploads it, converting to bf16 where the source is float32 or float16.
+GpuWeights gpu_weights_upload(const ModelConfig& config, const Weights& weights,
+                              const TensorParallelShape& shape, int rank);
 
 }  // namespace paceline::cuda

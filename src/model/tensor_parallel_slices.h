@@ -1,0 +1,57 @@
+#pragma once
+// Where a tensor-parallel rank's weights come from: for each matrix the forward multiplies with,
+// the rectangles of Hugging Face's tensors that make up rank r's slice, in the order the executor
+// stacks them (docs/tensor-parallel.md, "The split"). Device-agnostic, so that the CUDA ranks load
+// exactly the slices the CPU split computes with (tests/cpu_forward/tensor_parallel_slices_test.cpp
+// checks the two against each other); at one rank every slice is its whole tensor.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/tensor_parallel_shape.h"
+#include "model/weights.h"
+
+namespace paceline {
+
+// Rows [row0, row0 + rows) and columns [col0, col0 + cols) of the row-major 2-D tensor `name`,
+// whose whole shape is [total_rows, total_cols].
+struct TensorSlice {
+  std::string name;
+  int64_t total_rows = 0;
+  int64_t total_cols = 0;
+  int64_t row0 = 0;
+  int64_t rows = 0;
+  int64_t col0 = 0;
+  int64_t cols = 0;
+
+  bool whole() const { return rows == total_rows && cols == total_cols; }
+  int64_t numel() const { return rows * cols; }
+};
+
+// One layer's matrices on rank `rank`: q, k and v rows of its heads (column parallel, stacked in
+// that order), o_proj's columns of its query heads (row parallel), gate rows then up rows of its
+// MLP columns, down_proj's columns of the same MLP columns.
+struct RankLayerSlices {
+  std::vector<TensorSlice> qkv;
+  TensorSlice o_proj;
+  std::vector<TensorSlice> gate_up;
+  TensorSlice down;
+};
+
+RankLayerSlices rank_layer_slices(const ModelConfig& config, const TensorParallelShape& shape,
+                                  int rank, int64_t layer);
+
+// The lm_head's vocabulary rows of rank `rank` (of the embedding when the two are tied).
+TensorSlice rank_lm_head_slice(const ModelConfig& config, const TensorParallelShape& shape,
+                               int rank);
+
+// An error naming the tensor when its shape is not the slice's whole shape.
+void slice_check_shape(const TensorView& view, const TensorSlice& slice);
+
+// The slice's elements, row-major [rows][cols]: as float32 (any source type), or as the source's
+// own bytes (dtype_size(view.dtype) each). Both check the shape first.
+void slice_to_f32(const TensorView& view, const TensorSlice& slice, float* out);
+void slice_copy_bytes(const TensorView& view, const TensorSlice& slice, void* out);
+
+}  // namespace paceline
