@@ -26,4 +26,12 @@ TensorParallelShape tensor_parallel_shape(const ModelConfig& config, int world) 
   return s;
 }
 
+ModelConfig rank_model_config(const ModelConfig& config, const TensorParallelShape& shape) {
+  ModelConfig rank = config;
+  rank.num_attention_heads = shape.heads;
+  rank.num_key_value_heads = shape.kv_heads;
+  rank.intermediate_size = shape.intermediate;
+  return rank;
+}
+
 }  // namespace paceline

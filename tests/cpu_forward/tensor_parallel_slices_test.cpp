@@ -83,6 +83,22 @@ TEST(TensorParallelSlices, OneRankTakesEveryTensorWhole) {
   EXPECT_EQ(o.rows, c.hidden_size);
 }
 
+TEST(TensorParallelSlices, ARanksConfigHasItsWidthsAndTheWholeVocabulary) {
+  const ModelConfig c = splittable_config(false);
+  const ModelConfig two = rank_model_config(c, tensor_parallel_shape(c, 2));
+  EXPECT_EQ(two.q_size(), c.q_size() / 2);
+  EXPECT_EQ(two.kv_size(), c.kv_size() / 2);
+  EXPECT_EQ(two.intermediate_size, c.intermediate_size / 2);
+  EXPECT_EQ(two.kv_bytes_per_token(2), c.kv_bytes_per_token(2) / 2);  // a rank's KV cache
+  EXPECT_EQ(two.vocab_size, c.vocab_size);  // the logits are gathered whole
+  EXPECT_EQ(two.hidden_size, c.hidden_size);
+  EXPECT_EQ(two.head_dim, c.head_dim);
+  const ModelConfig one = rank_model_config(c, tensor_parallel_shape(c, 1));
+  EXPECT_EQ(one.q_size(), c.q_size());
+  EXPECT_EQ(one.kv_size(), c.kv_size());
+  EXPECT_EQ(one.intermediate_size, c.intermediate_size);
+}
+
 TEST(TensorParallelSlices, ABf16SliceCopiesTheSourceBytes) {
   const ModelConfig c = splittable_config(false);
   const auto w = make_dummy_weights(c, 3, DType::kBF16);

@@ -25,7 +25,8 @@ struct Activations {
   int64_t decode_rows = 0;
   int64_t logit_rows = 0;
 
-  // Grows to hold the step; returns whether any address changed.
+  // Grows to hold the step; returns whether any address changed. c: the rank's widths
+  // (CudaModel::rank_config: its heads, KV heads and MLP columns; the vocabulary whole).
   bool reserve(const ModelConfig& c, int64_t rows, int64_t decode_rows, int64_t logit_rows,
                int num_splits);
   // Bytes per row, per decode row and per logit row, for sizing the KV cache around them.

@@ -119,7 +119,7 @@ constexpr int kSampleRowsPerLaunch = 256;  // rows of one sampling launch
 
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
                            int64_t graph_rows) {
-  const ModelConfig& c = model.config();
+  const ModelConfig& c = model.rank_config();  // this rank's widths
   const int splits = decode_splits_for(o.fp8_kv_cache).max_splits;
   const int64_t block_bytes = c.kv_bytes_per_token(o.fp8_kv_cache ? 1 : 2) * o.block_size;
   int64_t bytes = 0;
@@ -224,8 +224,8 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   m.model.set_prefill_precision(prefill_precision_for(m.model, options));
   m.limits.prefill_tile_rows =
       prefill_tile_rows(m.model.attention_shape(), m.model.prefill_precision());
-  m.eager_acts.reserve(config, options.max_num_batched_tokens, kEagerDecodeRows, kEagerLogitRows,
-                       m.model.decode_splits().max_splits);
+  m.eager_acts.reserve(m.model.rank_config(), options.max_num_batched_tokens, kEagerDecodeRows,
+                       kEagerLogitRows, m.model.decode_splits().max_splits);
 
   const int64_t max_len = options.max_model_len > 0 ? options.max_model_len
                                                      : config.max_position_embeddings;
@@ -359,8 +359,9 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   } else {
     HostStep h = host_step_from_plan(plan, m.limits);
     num_logits = static_cast<int>(h.logit_rows.size());
-    m.eager_acts.reserve(m.model.config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
-                         std::max(1, num_logits), m.model.decode_splits().max_splits);
+    m.eager_acts.reserve(m.model.rank_config(), h.rows(),
+                         static_cast<int64_t>(h.decode_rows.size()), std::max(1, num_logits),
+                         m.model.decode_splits().max_splits);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
     std::vector<BlockCopy> failed =
         enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);

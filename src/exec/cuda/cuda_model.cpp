@@ -10,12 +10,33 @@
 #include "exec/cuda/cuda_check.h"
 
 namespace paceline::cuda {
+namespace {
+
+// The shape, refused before any upload when it has more than one rank: the forward's
+// all-reduces after o_proj and down_proj and the logits' gather are not built.
+const TensorParallelShape& one_rank_only(const ModelConfig& config, const TensorParallelShape& tp,
+                                         int rank) {
+  if (tp.world != 1) {
+    fail(
+        "model {}: tensor-parallel rank {} of {}: the CUDA forward runs one rank only (the "
+        "all-reduces between ranks are not built)",
+        config.name, rank, tp.world);
+  }
+  return tp;
+}
+
+}  // namespace
 
 CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream)
-    // One GPU: tensor-parallel rank 0 of 1, which takes every tensor whole.
+    : CudaModel(config, weights, stream, tensor_parallel_shape(config, 1), 0) {}
+
+CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream,
+                     const TensorParallelShape& tp, int rank)
     : config_(config),
+      tp_(one_rank_only(config, tp, rank)),
+      rank_config_(rank_model_config(config, tp)),
       stream_(stream),
-      weights_(gpu_weights_upload(config, weights, tensor_parallel_shape(config, 1), 0)),
+      weights_(gpu_weights_upload(config, weights, tp, rank)),
       gemm_(stream) {
   const AttentionShape s = attention_shape();
   if (s.num_kv_heads <= 0 || s.num_heads % s.num_kv_heads != 0 || s.num_heads / s.num_kv_heads > 8) {
@@ -48,19 +69,20 @@ DecodeSplits decode_splits_for(bool fp8) {
 }
 
 AttentionShape CudaModel::attention_shape() const {
-  return {static_cast<int>(config_.num_attention_heads),
-          static_cast<int>(config_.num_key_value_heads), static_cast<int>(config_.head_dim)};
+  return {static_cast<int>(rank_config_.num_attention_heads),
+          static_cast<int>(rank_config_.num_key_value_heads),
+          static_cast<int>(rank_config_.head_dim)};
 }
 
 int64_t CudaModel::kv_bytes_per_block() const {
-  return config_.kv_bytes_per_token(kv_element_bytes()) * kv_shape_.block_size;
+  return rank_config_.kv_bytes_per_token(kv_element_bytes()) * kv_shape_.block_size;
 }
 
 void CudaModel::allocate_kv_cache(KvCacheShape shape, bool fp8) {
   kv_shape_ = shape;
   kv_fp8_ = fp8;
   decode_splits_ = decode_splits_for(fp8);
-  const auto bytes = static_cast<size_t>(config_.kv_bytes_per_token(kv_element_bytes()) *
+  const auto bytes = static_cast<size_t>(rank_config_.kv_bytes_per_token(kv_element_bytes()) *
                                          shape.block_size * shape.num_blocks);
   kv_cache_ = DeviceBuffer(bytes);
   // Zeros, so that a bug reading an unwritten slot gives a wrong answer, never NaN from noise.
@@ -72,19 +94,21 @@ void CudaModel::allocate_kv_cache(KvCacheShape shape, bool fp8) {
 }
 
 KvBlockLayout CudaModel::kv_block_layout() const {
-  const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
+  const int64_t layer_elems =
+      kv_shape_.num_blocks * kv_shape_.block_size * rank_config_.kv_size();
   KvBlockLayout l;
   l.base = kv_cache_.as<char>();
   const auto element = static_cast<size_t>(kv_element_bytes());
   l.plane_pitch = static_cast<size_t>(layer_elems) * element;
-  l.chunk_bytes = static_cast<size_t>(kv_shape_.block_size * config_.kv_size()) * element;
+  l.chunk_bytes = static_cast<size_t>(kv_shape_.block_size * rank_config_.kv_size()) * element;
   l.planes = 2 * config_.num_hidden_layers;
   l.num_blocks = kv_shape_.num_blocks;
   return l;
 }
 
 LayerCache CudaModel::layer_cache(int64_t layer) const {
-  const int64_t layer_elems = kv_shape_.num_blocks * kv_shape_.block_size * config_.kv_size();
+  const int64_t layer_elems =
+      kv_shape_.num_blocks * kv_shape_.block_size * rank_config_.kv_size();
   LayerCache c;
   if (kv_fp8_) {
     c.k8 = kv_cache_.as<uint8_t>() + 2 * layer * layer_elems;
@@ -101,9 +125,10 @@ LayerCache CudaModel::layer_cache(int64_t layer) const {
 
 void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations& a) {
   const ModelConfig& c = config_;
+  const ModelConfig& r = rank_config_;  // this rank's heads, KV heads and MLP columns
   const int64_t hidden = c.hidden_size;
-  const int64_t inter = c.intermediate_size;
-  const int64_t qkv_width = c.q_size() + 2 * c.kv_size();
+  const int64_t inter = r.intermediate_size;
+  const int64_t qkv_width = r.q_size() + 2 * r.kv_size();
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const AttentionShape shape = attention_shape();
   const RowInputs rows = in.row_inputs();
@@ -135,7 +160,7 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                                                    rows, cache, a.attn.as<bf16>(), stream_,
                                                    prefill_precision_));
     }
-    gemm_.run_f32(a.attn.as<bf16>(), n.rows, c.q_size(), w.o_proj.as<bf16>(), hidden,
+    gemm_.run_f32(a.attn.as<bf16>(), n.rows, r.q_size(), w.o_proj.as<bf16>(), hidden,
                   a.residual.as<float>(), 1.0f, small);
     // MLP block.
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
@@ -154,8 +179,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                                       a.final_normed.as<bf16>(), stream_));
   // Every logit row by the decode path (the small-M kernel when it is on, else cuBLASLt's decode
   // algorithm): a logit row gets the same bits in any step.
-  gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(),
-                c.vocab_size, a.logits.as<float>(), 0.0f, n.logits);
+  gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(), tp_.vocab,
+                a.logits.as<float>(), 0.0f, n.logits);
   PACELINE_CUDA_CHECK(
       launch_argmax(a.logits.as<float>(), c.vocab_size, n.logits, a.sampled.as<int32_t>(), stream_));
 }

@@ -15,6 +15,7 @@
 #include "exec/cuda/step_inputs.h"
 #include "exec/executor.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 
 namespace paceline::cuda {
@@ -33,10 +34,18 @@ struct StepCounts {
 class CudaModel {
  public:
   // Uploads the weights; the KV cache is allocated by allocate_kv_cache, once the caller knows
-  // how much memory is left for it.
+  // how much memory is left for it. One GPU: tensor-parallel rank 0 of 1.
   CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream);
+  // Rank `rank` of tp.world (docs/tensor-parallel.md): its weight slices, and its heads, KV heads
+  // and MLP columns in every width. Only one rank runs today: tp.world > 1 is refused (the
+  // all-reduces after o_proj and down_proj and the logits' gather are not built).
+  CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream,
+            const TensorParallelShape& tp, int rank);
 
   const ModelConfig& config() const { return config_; }
+  // The widths this rank computes with (rank_model_config): its heads, KV heads and MLP
+  // columns; what sizes its activations and its KV cache.
+  const ModelConfig& rank_config() const { return rank_config_; }
   int64_t weight_bytes() const { return weights_.bytes; }
   AttentionShape attention_shape() const;
 
@@ -75,6 +84,8 @@ class CudaModel {
   LayerCache layer_cache(int64_t layer) const;
 
   ModelConfig config_;
+  TensorParallelShape tp_;
+  ModelConfig rank_config_;
   cudaStream_t stream_;
   GpuWeights weights_;
   Gemm gemm_;

@@ -20,8 +20,10 @@ DecodeGraphs::~DecodeGraphs() {
 
 double DecodeGraphs::capture(const std::vector<int32_t>& sizes) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!sizes.empty()) acts_.reserve(model_.config(), sizes.back(), sizes.back(), sizes.back(),
-                                  model_.decode_splits().max_splits);
+  if (!sizes.empty()) {
+    acts_.reserve(model_.rank_config(), sizes.back(), sizes.back(), sizes.back(),
+                  model_.decode_splits().max_splits);
+  }
   for (int32_t size : sizes) capture_one(size);
   sizes_ = sizes;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
