@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "base/error.h"
 
@@ -24,12 +23,12 @@ TensorSlice column_slice(std::string name, int64_t rows, int64_t total_cols, int
 
 }  // namespace
 
-void slice_check_shape(const TensorView& view, const TensorSlice& s) {
-  const std::vector<int64_t> whole = {s.total_rows, s.total_cols};
-  if (view.shape != whole) {
-    fail("tensor {}: shape [{}], the config needs [{}]", s.name, fmt::join(view.shape, ", "),
-         fmt::join(whole, ", "));
-  }
+TensorSlice whole_tensor(std::string name, int64_t rows, int64_t cols) {
+  return row_slice(std::move(name), rows, cols, 0, rows);
+}
+
+const TensorView& slice_source(const Weights& weights, const TensorSlice& s) {
+  return checked_tensor(weights, s.name, {s.total_rows, s.total_cols});
 }
 
 RankLayerSlices rank_layer_slices(const ModelConfig& c, const TensorParallelShape& shape, int rank,
@@ -57,7 +56,6 @@ TensorSlice rank_lm_head_slice(const ModelConfig& c, const TensorParallelShape& 
 }
 
 void slice_to_f32(const TensorView& view, const TensorSlice& s, float* out) {
-  slice_check_shape(view, s);
   if (s.whole()) {
     view.to_f32(out);
     return;
@@ -69,7 +67,6 @@ void slice_to_f32(const TensorView& view, const TensorSlice& s, float* out) {
 }
 
 void slice_copy_bytes(const TensorView& view, const TensorSlice& s, void* out) {
-  slice_check_shape(view, s);
   const auto element = static_cast<size_t>(dtype_size(view.dtype));
   const auto* src = static_cast<const unsigned char*>(view.data);
   auto* dst = static_cast<unsigned char*>(out);

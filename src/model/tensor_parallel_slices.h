@@ -46,11 +46,15 @@ RankLayerSlices rank_layer_slices(const ModelConfig& config, const TensorParalle
 TensorSlice rank_lm_head_slice(const ModelConfig& config, const TensorParallelShape& shape,
                                int rank);
 
-// An error naming the tensor when its shape is not the slice's whole shape.
-void slice_check_shape(const TensorView& view, const TensorSlice& slice);
+// All of `name`, a [rows, cols] tensor (what every rank holds whole, the embedding).
+TensorSlice whole_tensor(std::string name, int64_t rows, int64_t cols);
 
-// The slice's elements, row-major [rows][cols]: as float32 (any source type), or as the source's
-// own bytes (dtype_size(view.dtype) each). Both check the shape first.
+// The tensor a slice is cut from, checked to have the slice's whole shape (checked_tensor: an
+// error naming it otherwise).
+const TensorView& slice_source(const Weights& weights, const TensorSlice& slice);
+
+// The slice's elements, row-major [rows][cols], from its source tensor `view` (slice_source): as
+// float32 (any source type), or as the source's own bytes (dtype_size(view.dtype) each).
 void slice_to_f32(const TensorView& view, const TensorSlice& slice, float* out);
 void slice_copy_bytes(const TensorView& view, const TensorSlice& slice, void* out);
 

@@ -4,6 +4,9 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/error.h"
 #include "model/float16.h"
 
@@ -99,6 +102,16 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
   out.push_back({"model.norm.weight", {hidden}});
   if (!config.tie_word_embeddings) out.push_back({"lm_head.weight", {config.vocab_size, hidden}});
   return out;
+}
+
+const TensorView& checked_tensor(const Weights& weights, const std::string& name,
+                                 const std::vector<int64_t>& shape) {
+  const TensorView& view = weights.get(name);
+  if (view.shape != shape) {
+    fail("tensor {}: shape [{}], the config needs [{}]", name, fmt::join(view.shape, ", "),
+         fmt::join(shape, ", "));
+  }
+  return view;
 }
 
 }  // namespace paceline

@@ -43,6 +43,12 @@ class Weights {
   virtual bool has(const std::string& name) const = 0;
 };
 
+// Tensor `name` of `weights`, which must have shape `shape`: otherwise an error naming it with
+// both shapes (`tensor NAME: shape [a, b], the config needs [c, d]`). The executors' uploads
+// check every tensor through it.
+const TensorView& checked_tensor(const Weights& weights, const std::string& name,
+                                 const std::vector<int64_t>& shape);
+
 // A Hugging Face checkpoint folder (model.safetensors, or shards listed in
 // model.safetensors.index.json) or a single .safetensors file. Validates every expected tensor's
 // presence, dtype and shape against the config; errors name the file and the tensor.

@@ -31,7 +31,7 @@ std::vector<float> stacked(const Weights& w, const std::vector<TensorSlice>& sli
   std::vector<float> out;
   for (const TensorSlice& s : slices) {
     std::vector<float> part(static_cast<size_t>(s.numel()));
-    slice_to_f32(w.get(s.name), s, part.data());
+    slice_to_f32(slice_source(w, s), s, part.data());
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -104,7 +104,7 @@ TEST(TensorParallelSlices, ABf16SliceCopiesTheSourceBytes) {
   const auto w = make_dummy_weights(c, 3, DType::kBF16);
   const TensorParallelShape shape = tensor_parallel_shape(c, 2);
   const TensorSlice down = rank_layer_slices(c, shape, 1, 0).down;  // columns: a gather
-  const TensorView& view = w->get(down.name);
+  const TensorView& view = slice_source(*w, down);
   std::vector<uint16_t> bytes(static_cast<size_t>(down.numel()));
   slice_copy_bytes(view, down, bytes.data());
   std::vector<float> f32(static_cast<size_t>(down.numel()));
@@ -129,9 +129,8 @@ TEST(TensorParallelSlices, ATensorOfAnotherShapeIsAnErrorNamingIt) {
   const testing::TestWeights w(c, 1);
   TensorSlice wrong = rank_layer_slices(c, tensor_parallel_shape(c, 2), 0, 0).o_proj;
   wrong.total_cols += 1;  // as if the config said one more column than the checkpoint has
-  std::vector<float> out(static_cast<size_t>(wrong.numel()));
   try {
-    slice_to_f32(w.get(wrong.name), wrong, out.data());
+    slice_source(w, wrong);
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model.layers.0.self_attn.o_proj.weight"),

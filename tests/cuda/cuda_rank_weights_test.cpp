@@ -51,7 +51,7 @@ std::vector<uint16_t> download(const cuda::DeviceBuffer& b) {
 std::vector<uint16_t> expected(const Weights& w, const std::vector<TensorSlice>& slices) {
   std::vector<uint16_t> out;
   for (const TensorSlice& s : slices) {
-    const TensorView& view = w.get(s.name);
+    const TensorView& view = slice_source(w, s);
     std::vector<uint16_t> part(static_cast<size_t>(s.numel()));
     if (view.dtype == DType::kBF16) {
       slice_copy_bytes(view, s, part.data());
@@ -89,13 +89,8 @@ TEST(CudaRankWeights, EachMatrixHoldsItsRanksSlices) {
         }
         EXPECT_EQ(download(g.lm_head), expected(*w, {rank_lm_head_slice(c, shape, rank)}));
         // The embedding is whole on every rank.
-        const TensorSlice embed{"model.embed_tokens.weight",
-                                c.vocab_size,
-                                c.hidden_size,
-                                0,
-                                c.vocab_size,
-                                0,
-                                c.hidden_size};
+        const TensorSlice embed =
+            whole_tensor("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
         EXPECT_EQ(download(g.embed_tokens), expected(*w, {embed}));
       }
     }

@@ -2,9 +2,7 @@
 
 #include <string>
 
-#include <fmt/ranges.h>
-
-#include "base/error.h"
+#include <fmt/format.h>
 
 namespace paceline {
 namespace {
@@ -12,11 +10,7 @@ namespace {
 // Appends tensor `name`, which must have shape `shape`, to `out` as float32.
 void append_f32(const Weights& weights, const std::string& name, const std::vector<int64_t>& shape,
                 std::vector<float>& out) {
-  const TensorView& view = weights.get(name);
-  if (view.shape != shape) {
-    fail("tensor {}: shape [{}], the config needs [{}]", name, fmt::join(view.shape, ", "),
-         fmt::join(shape, ", "));
-  }
+  const TensorView& view = checked_tensor(weights, name, shape);
   size_t offset = out.size();
   out.resize(offset + static_cast<size_t>(view.numel()));
   view.to_f32(out.data() + offset);

@@ -3,30 +3,17 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "base/error.h"
 #include "exec/cuda/cuda_check.h"
 #include "model/tensor_parallel_slices.h"
 
 namespace paceline::cuda {
 namespace {
 
-const TensorView& checked(const Weights& weights, const std::string& name,
-                          const std::vector<int64_t>& shape) {
-  const TensorView& view = weights.get(name);
-  if (view.shape != shape) {
-    fail("tensor {}: shape [{}], the config needs [{}]", name, fmt::join(view.shape, ", "),
-         fmt::join(shape, ", "));
-  }
-  return view;
-}
-
-// Copies `slice` of `view` as bf16 to dst: a whole bf16 tensor as it is, a slice of one by its
-// rows' bytes, others through float32.
+// Copies `slice` of its source `view` (slice_source, shape checked) as bf16 to dst: a whole bf16
+// tensor as it is, a slice of one by its rows' bytes, others through float32.
 void upload_bf16(const TensorView& view, const TensorSlice& slice, bf16* dst) {
   const auto n = static_cast<size_t>(slice.numel());
-  slice_check_shape(view, slice);
   if (view.dtype == DType::kBF16 && slice.whole()) {
     PACELINE_CUDA_CHECK(cudaMemcpy(dst, view.data, n * sizeof(bf16), cudaMemcpyHostToDevice));
     return;
@@ -51,7 +38,7 @@ DeviceBuffer stacked_bf16(const Weights& weights, const std::vector<TensorSlice>
   DeviceBuffer buf(static_cast<size_t>(total_rows * cols) * sizeof(bf16));
   int64_t offset = 0;
   for (const TensorSlice& t : slices) {
-    upload_bf16(weights.get(t.name), t, buf.as<bf16>() + offset * cols);
+    upload_bf16(slice_source(weights, t), t, buf.as<bf16>() + offset * cols);
     offset += t.rows;
   }
   bytes += static_cast<int64_t>(buf.bytes());
@@ -60,7 +47,7 @@ DeviceBuffer stacked_bf16(const Weights& weights, const std::vector<TensorSlice>
 
 DeviceBuffer vector_f32(const Weights& weights, const std::string& name, int64_t size,
                         int64_t& bytes) {
-  const TensorView& view = checked(weights, name, {size});
+  const TensorView& view = checked_tensor(weights, name, {size});
   std::vector<float> f32(static_cast<size_t>(size));
   view.to_f32(f32.data());
   DeviceBuffer buf(f32.size() * sizeof(float));
@@ -77,8 +64,7 @@ GpuWeights gpu_weights_upload(const ModelConfig& c, const Weights& weights,
   GpuWeights w;
   // Replicated on every rank: the embedding and the norms.
   w.embed_tokens = stacked_bf16(
-      weights, {{"model.embed_tokens.weight", c.vocab_size, hidden, 0, c.vocab_size, 0, hidden}},
-      w.bytes);
+      weights, {whole_tensor("model.embed_tokens.weight", c.vocab_size, hidden)}, w.bytes);
   w.final_norm = vector_f32(weights, "model.norm.weight", hidden, w.bytes);
   const TensorSlice lm_head = rank_lm_head_slice(c, shape, rank);
   // Tied and whole: the embedding serves as the lm_head (lm_head_data()).
