@@ -111,6 +111,9 @@ cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int
 // out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out.
 cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
                           cudaStream_t stream);
+// The same from a bf16 gate_up: the float32 kernel's bits on the widened values.
+cudaError_t launch_swiglu(const bf16* gate_up, int64_t width, int rows, bf16* out,
+                          cudaStream_t stream);
 
 // out[r] = index of the largest of logits[r] (the lowest index among equals).
 cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t* out,
