@@ -24,14 +24,6 @@ Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(size_t{64} << 20) 
   single_call_ = chunked == nullptr || std::string(chunked) != "1";
   const char* prefill = std::getenv("PACELINE_GEMM_PREFILL_PLAN");
   prefill_plan_ = prefill == nullptr || std::string(prefill) != "0";
-  if (const char* call_rows = std::getenv("PACELINE_GEMM_PREFILL_CALL_ROWS")) {
-    const int64_t r = std::atoll(call_rows);
-    if (r < 0 || r % kGemmRows != 0) {
-      fail("PACELINE_GEMM_PREFILL_CALL_ROWS={}: a multiple of {} rows, or 0 for no cap", call_rows,
-           kGemmRows);
-    }
-    prefill_call_rows_ = r;
-  }
   PACELINE_CUDA_CHECK(prepare_gemm_small_m());  // before any graph capture
 }
 
@@ -163,8 +155,7 @@ void Gemm::run_cublas(const bf16* x, int64_t rows, int64_t k, const bf16* w, int
   const int64_t padded = pad ? gemm_padded_rows(rows) : rows;
   // Calls of as many rows as the algorithm takes with our workspace (split-K needs workspace in
   // proportion to the rows), chunks of kGemmRows when asked to.
-  int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;
-  if (prefill && prefill_call_rows_ > 0) most = std::min(most, prefill_call_rows_);
+  const int64_t most = single_call_ ? max_call_rows(p) : kGemmRows;
   for (int64_t first = 0; first < padded; first += most) {
     const int64_t piece = std::min(most, padded - first);
     const auto [lx, ly] = piece == kGemmRows ? std::make_pair(p.x, p.y) : layouts(p, piece);

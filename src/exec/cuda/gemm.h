@@ -87,10 +87,6 @@ class Gemm {
 
   // One call over all the rows (the default) or one call per kGemmRows rows.
   void set_single_call(bool on) { single_call_ = on; }
-  // The most prefill rows one call takes (a multiple of kGemmRows; 0: as many as the algorithm
-  // takes with our workspace). PACELINE_GEMM_PREFILL_CALL_ROWS sets it at construction. A row's
-  // bits do not depend on it (the algorithm is fixed; each call computes its rows alike).
-  void set_prefill_call_rows(int64_t rows) { prefill_call_rows_ = rows; }
   // The algorithm used for (k, n) with a float32 output (decode rows' or prefill rows'): tile,
   // stages, split-K, as a line of text.
   std::string describe(int64_t k, int64_t n, bool accumulate, bool prefill = false);
@@ -126,7 +122,6 @@ class Gemm {
   bool single_call_ = true;
   bool small_m_ = false;
   bool prefill_plan_ = true;
-  int64_t prefill_call_rows_ = 0;
 };
 
 }  // namespace paceline::cuda
