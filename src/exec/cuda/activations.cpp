@@ -16,8 +16,8 @@ int64_t Activations::bytes_per_decode_row(const ModelConfig& c, int num_splits) 
   return int64_t{4} * c.num_attention_heads * num_splits * (c.head_dim + 2);
 }
 
-int64_t Activations::bytes_per_logit_row(const ModelConfig& c) {
-  return 2 * c.hidden_size + 4 * c.vocab_size + 4;
+int64_t Activations::bytes_per_logit_row(const ModelConfig& c, int world) {
+  return 2 * c.hidden_size + 4 * c.vocab_size * (world > 1 ? 2 : 1) + 4;
 }
 
 namespace {
@@ -29,7 +29,7 @@ size_t grown(int64_t want, int64_t have) {
 }  // namespace
 
 bool Activations::reserve(const ModelConfig& c, int64_t want_rows, int64_t want_decode,
-                          int64_t want_logits, int num_splits) {
+                          int64_t want_logits, int num_splits, int world) {
   bool moved = false;
   if (want_rows > rows) {
     const size_t n = grown(want_rows, rows);
@@ -58,6 +58,9 @@ bool Activations::reserve(const ModelConfig& c, int64_t want_rows, int64_t want_
     const size_t n = grown(want_logits, logit_rows);
     final_normed.reserve(n * c.hidden_size * 2);
     logits.reserve(n * c.vocab_size * 4);
+    // Each rank's slot holds the step's logit rows padded to the GEMM's chunk (at most n, a
+    // multiple of it) times vocab / world: world slots fit in n x vocab.
+    if (world > 1) vocab_slices.reserve(n * c.vocab_size * 4);
     sampled.reserve(n * 4);
     logit_rows = static_cast<int64_t>(n);
     moved = true;

@@ -20,6 +20,9 @@ struct Activations {
   DeviceBuffer partial_ml;   // f32 [decode rows, heads, splits, 2]
   DeviceBuffer final_normed; // bf16 [logits, hidden]
   DeviceBuffer logits;       // f32 [logits, vocab]
+  // Tensor parallelism only (world > 1): the ranks' lm_head slices gathered rank-major, each
+  // rank's slot [logit rows padded to the GEMM's chunk][vocab / world]; f32, logits x vocab.
+  DeviceBuffer vocab_slices;
   DeviceBuffer sampled;      // int32 [logits]
   int64_t rows = 0;
   int64_t decode_rows = 0;
@@ -27,12 +30,13 @@ struct Activations {
 
   // Grows to hold the step; returns whether any address changed. c: the rank's widths
   // (CudaModel::rank_config: its heads, KV heads and MLP columns; the vocabulary whole).
+  // world: the tensor-parallel ranks (more than one adds vocab_slices).
   bool reserve(const ModelConfig& c, int64_t rows, int64_t decode_rows, int64_t logit_rows,
-               int num_splits);
+               int num_splits, int world = 1);
   // Bytes per row, per decode row and per logit row, for sizing the KV cache around them.
   static int64_t bytes_per_row(const ModelConfig& c);
   static int64_t bytes_per_decode_row(const ModelConfig& c, int num_splits);
-  static int64_t bytes_per_logit_row(const ModelConfig& c);
+  static int64_t bytes_per_logit_row(const ModelConfig& c, int world = 1);
 };
 
 }  // namespace paceline::cuda

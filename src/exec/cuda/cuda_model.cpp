@@ -12,15 +12,21 @@
 namespace paceline::cuda {
 namespace {
 
-// The shape, refused before any upload when it has more than one rank: the forward's
-// all-reduces after o_proj and down_proj and the logits' gather are not built.
-const TensorParallelShape& one_rank_only(const ModelConfig& config, const TensorParallelShape& tp,
-                                         int rank) {
-  if (tp.world != 1) {
-    fail(
-        "model {}: tensor-parallel rank {} of {}: the CUDA forward runs one rank only (the "
-        "all-reduces between ranks are not built)",
-        config.name, rank, tp.world);
+// The shape, refused before any upload when its ranks cannot be joined: more than one rank needs
+// this rank's collectives, over as many ranks, at this rank.
+const TensorParallelShape& joinable(const ModelConfig& config, const TensorParallelShape& tp,
+                                    int rank, const RankCollectives* collectives) {
+  if (rank < 0 || rank >= tp.world) {
+    fail("model {}: tensor-parallel rank {} of {} does not exist", config.name, rank, tp.world);
+  }
+  if (tp.world == 1) return tp;
+  if (collectives == nullptr) {
+    fail("model {}: tensor-parallel rank {} of {} needs the ranks' collectives (NCCL)",
+         config.name, rank, tp.world);
+  }
+  if (collectives->ranks() != tp.world || collectives->rank() != rank) {
+    fail("model {}: tensor-parallel rank {} of {} was given the collectives of rank {} of {}",
+         config.name, rank, tp.world, collectives->rank(), collectives->ranks());
   }
   return tp;
 }
@@ -31,9 +37,11 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
     : CudaModel(config, weights, stream, tensor_parallel_shape(config, 1), 0) {}
 
 CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream,
-                     const TensorParallelShape& tp, int rank)
+                     const TensorParallelShape& tp, int rank, RankCollectives* collectives)
     : config_(config),
-      tp_(one_rank_only(config, tp, rank)),
+      tp_(joinable(config, tp, rank, collectives)),
+      rank_(rank),
+      collectives_(tp.world > 1 ? collectives : nullptr),
       rank_config_(rank_model_config(config, tp)),
       stream_(stream),
       weights_(gpu_weights_upload(config, weights, tp, rank)),
@@ -140,6 +148,16 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
   // The step's leading rows of one-token sequences: the small-M GEMM (gemm.h).
   const int64_t small = in.small_gemm_rows();
   if (n.rows == 0) return;
+  // Tensor parallelism: rank 0's o_proj and down_proj add to the residual (beta 1); the other
+  // ranks' write their partial sums over their copy of it (beta 0); the all-reduce then leaves
+  // residual + the ranks' partials on every rank. One rank: beta 1 and nothing else.
+  const float residual_beta = rank_ == 0 ? 1.0f : 0.0f;
+  const auto join_residual = [&] {
+    if (collectives_ != nullptr) {
+      collectives_->all_reduce_sum_f32(a.residual.as<float>(),
+                                       static_cast<size_t>(n.rows * hidden), stream_);
+    }
+  };
 
   PACELINE_CUDA_CHECK(launch_embedding(rows.tokens, weights_.embed_tokens.as<bf16>(), hidden,
                                        n.rows, a.residual.as<float>(), stream_));
@@ -166,7 +184,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                                                    prefill_precision_));
     }
     gemm_.run_f32(a.attn.as<bf16>(), n.rows, r.q_size(), w.o_proj.as<bf16>(), hidden,
-                  a.residual.as<float>(), 1.0f, small);
+                  a.residual.as<float>(), residual_beta, small);
+    join_residual();
     // MLP block.
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
                                         w.post_attention_norm.as<float>(), hidden, eps, n.rows,
@@ -183,7 +202,8 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
           launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
     }
     gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,
-                  a.residual.as<float>(), 1.0f, small);
+                  a.residual.as<float>(), residual_beta, small);
+    join_residual();
   }
   if (n.logits == 0) return;
   PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), in.logit_rows(),
@@ -191,8 +211,23 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
                                       a.final_normed.as<bf16>(), stream_));
   // Every logit row by the decode path (the small-M kernel when it is on, else cuBLASLt's decode
   // algorithm): a logit row gets the same bits in any step.
-  gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(), tp_.vocab,
-                a.logits.as<float>(), 0.0f, n.logits);
+  if (collectives_ == nullptr) {
+    gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(),
+                  tp_.vocab, a.logits.as<float>(), 0.0f, n.logits);
+  } else {
+    // This rank's vocabulary rows into its slot of vocab_slices (the GEMM may write the logit
+    // rows' padding to the chunk: the slot holds it), the slots gathered in place, then joined
+    // into whole rows.
+    const int64_t slot = gemm_padded_rows(n.logits) * tp_.vocab;
+    float* mine = a.vocab_slices.as<float>() + rank_ * slot;
+    gemm_.run_f32(a.final_normed.as<bf16>(), n.logits, hidden, weights_.lm_head_data(),
+                  tp_.vocab, mine, 0.0f, n.logits);
+    collectives_->all_gather_f32(mine, a.vocab_slices.as<float>(), static_cast<size_t>(slot),
+                                 stream_);
+    PACELINE_CUDA_CHECK(launch_join_vocab_slices(a.vocab_slices.as<float>(), tp_.world, slot,
+                                                 n.logits, tp_.vocab, a.logits.as<float>(),
+                                                 stream_));
+  }
   PACELINE_CUDA_CHECK(
       launch_argmax(a.logits.as<float>(), c.vocab_size, n.logits, a.sampled.as<int32_t>(), stream_));
 }

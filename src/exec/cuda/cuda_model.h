@@ -12,6 +12,7 @@
 #include "exec/cuda/gemm.h"
 #include "exec/cuda/gpu_weights.h"
 #include "exec/cuda/host_kv_tier.h"
+#include "exec/cuda/rank_collectives.h"
 #include "exec/cuda/step_inputs.h"
 #include "exec/executor.h"
 #include "model/config.h"
@@ -37,12 +38,16 @@ class CudaModel {
   // how much memory is left for it. One GPU: tensor-parallel rank 0 of 1.
   CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream);
   // Rank `rank` of tp.world (docs/tensor-parallel.md): its weight slices, and its heads, KV heads
-  // and MLP columns in every width. Only one rank runs today: tp.world > 1 is refused (the
-  // all-reduces after o_proj and down_proj and the logits' gather are not built).
+  // and MLP columns in every width. With more than one rank, `collectives` (this rank's, which
+  // must outlive the model) joins the ranks in the forward: rank 0's o_proj and down_proj add to
+  // the residual, the others' write their partial sums, and an all-reduce sums them; each rank's
+  // lm_head rows are all-gathered into whole rows of logits. Refused without them.
   CudaModel(const ModelConfig& config, const Weights& weights, cudaStream_t stream,
-            const TensorParallelShape& tp, int rank);
+            const TensorParallelShape& tp, int rank, RankCollectives* collectives = nullptr);
 
   const ModelConfig& config() const { return config_; }
+  const TensorParallelShape& tensor_parallel() const { return tp_; }
+  int rank() const { return rank_; }
   // The widths this rank computes with (rank_model_config): its heads, KV heads and MLP
   // columns; what sizes its activations and its KV cache.
   const ModelConfig& rank_config() const { return rank_config_; }
@@ -89,6 +94,8 @@ class CudaModel {
 
   ModelConfig config_;
   TensorParallelShape tp_;
+  int rank_ = 0;
+  RankCollectives* collectives_ = nullptr;  // more than one rank only
   ModelConfig rank_config_;
   cudaStream_t stream_;
   GpuWeights weights_;

@@ -115,6 +115,12 @@ cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* o
 cudaError_t launch_swiglu(const bf16* gate_up, int64_t width, int rows, bf16* out,
                           cudaStream_t stream);
 
+// Tensor parallelism: the lm_head's vocabulary slices of `world` ranks, gathered rank-major
+// (slice s's row r at slices + s * slice_stride + r * per_rank), joined into whole rows:
+// out[r][s * per_rank + j] = slice s's [r][j], for rows [0, rows).
+cudaError_t launch_join_vocab_slices(const float* slices, int world, int64_t slice_stride,
+                                     int rows, int64_t per_rank, float* out, cudaStream_t stream);
+
 // out[r] = index of the largest of logits[r] (the lowest index among equals).
 cudaError_t launch_argmax(const float* logits, int64_t vocab, int rows, int32_t* out,
                           cudaStream_t stream);

@@ -1,0 +1,332 @@
+// Tensor-parallel ranks of the CUDA forward, run on one GPU (docs/tensor-parallel.md): two ranks,
+// each a thread with its own stream, weight slices, KV cache and activations, joined by
+// collectives that sum and gather through the host in rank order (NCCL refuses two ranks on one
+// device; what is checked here is the forward's split, not NCCL). On the tiny Qwen3 fixtures:
+// both ranks end a step with the same logits, bit for bit; those logits are Hugging Face's within
+// bf16's tolerance, as the one-rank model's are; and greedy decoding gives HF's continuations.
+#include <algorithm>
+#include <barrier>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../cpu_forward/test_model.h"
+#include "cuda_test_util.h"
+
+#if PACELINE_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "exec/cuda/activations.h"
+#include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_model.h"
+#include "exec/cuda/step_inputs.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "model/tensor_parallel_shape.h"
+#include "model/weights.h"
+
+namespace paceline {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::BlockPool;
+using testing::make_seq;
+
+constexpr int64_t kBlockSize = 16;
+
+// The ranks' collectives on one device: each call waits for its stream, meets the other ranks,
+// and reads their buffers; sums are taken on the host in rank order (the same bits on every
+// rank, as NCCL's). Eager steps only: nothing here can be captured in a graph.
+class HostCollectives {
+ public:
+  explicit HostCollectives(int ranks)
+      : ranks_(ranks), meet_(ranks), buffers_(static_cast<size_t>(ranks)) {}
+
+  class Rank final : public cuda::RankCollectives {
+   public:
+    Rank(HostCollectives& all, int rank) : all_(all), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int ranks() const override { return all_.ranks_; }
+    void all_reduce_sum_f32(float* buffer, size_t count, cudaStream_t stream) override {
+      all_.reduce(rank_, buffer, count, stream);
+    }
+    void all_gather_f32(const float* send, float* recv, size_t count,
+                        cudaStream_t stream) override {
+      all_.gather(rank_, send, recv, count, stream);
+    }
+
+   private:
+    HostCollectives& all_;
+    int rank_;
+  };
+
+ private:
+  void reduce(int rank, float* buffer, size_t count, cudaStream_t stream) {
+    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    buffers_[static_cast<size_t>(rank)] = buffer;
+    meet_.arrive_and_wait();  // every rank's partial is in place
+    std::vector<float> sum(count), part(count);
+    for (int r = 0; r < ranks_; ++r) {
+      PACELINE_CUDA_CHECK(cudaMemcpy(r == 0 ? sum.data() : part.data(),
+                                     buffers_[static_cast<size_t>(r)], count * sizeof(float),
+                                     cudaMemcpyDeviceToHost));
+      if (r > 0) {
+        for (size_t i = 0; i < count; ++i) sum[i] += part[i];
+      }
+    }
+    meet_.arrive_and_wait();  // every rank has read every partial
+    PACELINE_CUDA_CHECK(
+        cudaMemcpy(buffer, sum.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+
+  void gather(int rank, const float* send, float* recv, size_t count, cudaStream_t stream) {
+    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    buffers_[static_cast<size_t>(rank)] = const_cast<float*>(send);
+    meet_.arrive_and_wait();
+    for (int r = 0; r < ranks_; ++r) {
+      float* dst = recv + static_cast<size_t>(r) * count;
+      if (dst == buffers_[static_cast<size_t>(r)]) continue;  // in place: already there
+      PACELINE_CUDA_CHECK(cudaMemcpy(dst, buffers_[static_cast<size_t>(r)], count * sizeof(float),
+                                     cudaMemcpyDeviceToDevice));
+    }
+    meet_.arrive_and_wait();  // nobody overwrites a slice another rank still reads
+  }
+
+  int ranks_;
+  std::barrier<> meet_;
+  std::vector<float*> buffers_;
+};
+
+// One rank: its stream, model, KV cache, inputs and activations.
+struct RankForward {
+  RankForward(const ModelConfig& config, const Weights& weights, const TensorParallelShape& tp,
+              int rank, cuda::RankCollectives* collectives, int64_t num_blocks) {
+    PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    model = std::make_unique<cuda::CudaModel>(config, weights, stream, tp, rank, collectives);
+    model->allocate_kv_cache(KvCacheShape{num_blocks, kBlockSize});
+    limits.vocab_size = config.vocab_size;
+    limits.num_blocks = num_blocks;
+    limits.block_size = kBlockSize;
+    limits.prefill_tile_rows = cuda::prefill_tile_rows(model->attention_shape());
+  }
+  ~RankForward() {
+    model.reset();
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  // Runs the plan; returns its logit rows and keeps its greedy tokens in `tokens`.
+  std::vector<float> run(const StepPlan& plan) {
+    const cuda::HostStep h = cuda::host_step_from_plan(plan, limits);
+    const int logits = static_cast<int>(h.logit_rows.size());
+    acts.reserve(model->rank_config(), h.rows(), static_cast<int64_t>(h.decode_rows.size()),
+                 std::max(1, logits), model->decode_splits().max_splits,
+                 model->tensor_parallel().world);
+    inputs.upload(h, stream);
+    model->forward({h.rows(), logits, static_cast<int>(h.decode_rows.size()), h.num_tiles()},
+                   inputs, acts);
+    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const int64_t vocab = model->config().vocab_size;
+    std::vector<float> out(static_cast<size_t>(logits * vocab));
+    PACELINE_CUDA_CHECK(cudaMemcpy(out.data(), acts.logits.as<float>(), out.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost));
+    tokens.assign(static_cast<size_t>(logits), 0);
+    PACELINE_CUDA_CHECK(cudaMemcpy(tokens.data(), acts.sampled.as<int32_t>(),
+                                   tokens.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<cuda::CudaModel> model;
+  cuda::StepLimits limits;
+  cuda::StepBuffers inputs;
+  cuda::Activations acts;
+  std::vector<int32_t> tokens;
+};
+
+// `world` ranks of one model on device 0; each step runs every rank in a thread of its own.
+class Ranks {
+ public:
+  Ranks(const ModelConfig& config, const Weights& weights, int world, int64_t num_blocks)
+      : collectives_(world) {
+    const TensorParallelShape tp = tensor_parallel_shape(config, world);
+    for (int r = 0; r < world; ++r) {
+      rank_collectives_.push_back(std::make_unique<HostCollectives::Rank>(collectives_, r));
+      ranks_.push_back(std::make_unique<RankForward>(
+          config, weights, tp, r, world > 1 ? rank_collectives_.back().get() : nullptr,
+          num_blocks));
+    }
+  }
+  // Every rank's logits for the plan.
+  std::vector<std::vector<float>> run(const StepPlan& plan) {
+    std::vector<std::vector<float>> out(ranks_.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      threads.emplace_back([&, r] { out[r] = ranks_[r]->run(plan); });
+    }
+    for (std::thread& t : threads) t.join();
+    return out;
+  }
+  const std::vector<int32_t>& tokens() const { return ranks_[0]->tokens; }
+
+ private:
+  HostCollectives collectives_;
+  std::vector<std::unique_ptr<HostCollectives::Rank>> rank_collectives_;
+  std::vector<std::unique_ptr<RankForward>> ranks_;
+};
+
+struct Prompt {
+  std::string name;
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> logit_positions;
+};
+
+class CudaTensorParallel : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    PACELINE_REQUIRE_GPU();
+    const fs::path folder = fs::path(testing::source_dir()) / "tests/fixtures/models" / GetParam();
+    ASSERT_TRUE(fs::exists(folder / "reference.json")) << "no fixture at " << folder;
+    config_ = model_config_load(folder.string());
+    weights_ = load_safetensors_weights(folder.string(), config_);
+    reference_ = std::make_unique<SafetensorsFile>((folder / "reference.safetensors").string());
+    std::ifstream in(folder / "reference.json");
+    const nlohmann::json root = nlohmann::json::parse(in);
+    for (const auto& p : root.at("prompts")) {
+      prompts_.push_back({p.at("name").get<std::string>(),
+                          p.at("token_ids").get<std::vector<int32_t>>(),
+                          p.at("logit_positions").get<std::vector<int64_t>>()});
+    }
+    for (const auto& g : root.at("greedy")) {
+      greedy_[g.at("prompt").get<std::string>()] = g.at("new_tokens").get<std::vector<int32_t>>();
+    }
+    int64_t positions = 0;
+    for (const Prompt& p : prompts_) positions += static_cast<int64_t>(p.tokens.size()) + 64;
+    num_blocks_ = positions / kBlockSize + static_cast<int64_t>(prompts_.size());
+  }
+
+  // HF's logits of prompt p at its logit positions from first_position on.
+  std::vector<float> hf_rows(const Prompt& p, int64_t first_position) const {
+    const TensorView* t = reference_->find("logits." + p.name);
+    EXPECT_NE(t, nullptr);
+    std::vector<float> all(static_cast<size_t>(t->numel()));
+    t->to_f32(all.data());
+    std::vector<float> out;
+    for (size_t i = 0; i < p.logit_positions.size(); ++i) {
+      if (p.logit_positions[i] < first_position) continue;
+      const auto at = static_cast<std::ptrdiff_t>(i * config_.vocab_size);
+      out.insert(out.end(), all.begin() + at, all.begin() + at + config_.vocab_size);
+    }
+    return out;
+  }
+  // Our rows (one per position from first_position on) at HF's logit positions.
+  std::vector<float> pick_rows(const Prompt& p, const std::vector<float>& ours,
+                               int64_t first_position) const {
+    std::vector<float> out;
+    for (int64_t pos : p.logit_positions) {
+      if (pos < first_position) continue;
+      const auto at = static_cast<std::ptrdiff_t>((pos - first_position) * config_.vocab_size);
+      out.insert(out.end(), ours.begin() + at, ours.begin() + at + config_.vocab_size);
+    }
+    return out;
+  }
+
+  ModelConfig config_;
+  std::unique_ptr<Weights> weights_;
+  std::unique_ptr<SafetensorsFile> reference_;
+  std::vector<Prompt> prompts_;
+  std::map<std::string, std::vector<int32_t>> greedy_;
+  int64_t num_blocks_ = 0;
+};
+
+TEST_P(CudaTensorParallel, TwoRanksOnOneGpuGiveHfsLogitsOnBothRanks) {
+  BlockPool pool(num_blocks_);
+  StepPlan plan;
+  std::vector<int64_t> firsts;
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const Prompt& p = prompts_[i];
+    const auto n = static_cast<int64_t>(p.tokens.size());
+    const int64_t first = *std::min_element(p.logit_positions.begin(), p.logit_positions.end());
+    std::vector<int32_t> table;
+    pool.cover(table, n, kBlockSize);
+    plan.seqs.push_back(make_seq(i, p.tokens, 0, table, static_cast<int32_t>(n - first)));
+    firsts.push_back(first);
+  }
+  Ranks one(config_, *weights_, 1, num_blocks_);
+  const std::vector<float> alone = one.run(plan)[0];
+  Ranks two(config_, *weights_, 2, num_blocks_);
+  const std::vector<std::vector<float>> split = two.run(plan);
+  ASSERT_EQ(split[0].size(), alone.size());
+  EXPECT_EQ(split[0], split[1]) << "the ranks' gathered logits differ";
+  const int64_t vocab = config_.vocab_size;
+  const double vs_one = testing::worst_relative_error(split[0], alone, vocab);
+  double vs_hf = 0.0;
+  int64_t row = 0;
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const int64_t rows = plan.seqs[i].num_logits;
+    const std::vector<float> mine = testing::logit_rows(split[0], vocab, row, rows);
+    const double e = testing::worst_relative_error(pick_rows(prompts_[i], mine, firsts[i]),
+                                                   hf_rows(prompts_[i], firsts[i]), vocab);
+    EXPECT_LE(e, testing::kBf16Tolerance) << prompts_[i].name;
+    vs_hf = std::max(vs_hf, e);
+    row += rows;
+  }
+  std::cout << "[ tensor parallel ] " << GetParam() << " 2 ranks, ragged prefill: relative error "
+            << "vs HF " << vs_hf << ", vs 1 rank " << vs_one << "\n";
+  EXPECT_LE(vs_one, testing::kBf16Tolerance);
+}
+
+TEST_P(CudaTensorParallel, TwoRanksOnOneGpuDecodeHfsGreedyContinuations) {
+  Ranks two(config_, *weights_, 2, num_blocks_);
+  BlockPool pool(num_blocks_, 7);
+  StepPlan plan;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<const std::vector<int32_t>*> expected;
+  tables.reserve(prompts_.size());
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const auto it = greedy_.find(prompts_[i].name);
+    if (it == greedy_.end()) continue;
+    std::vector<int32_t>& table = tables.emplace_back();
+    pool.cover(table, static_cast<int64_t>(prompts_[i].tokens.size()), kBlockSize);
+    plan.seqs.push_back(make_seq(i, prompts_[i].tokens, 0, table, 1));
+    expected.push_back(&it->second);
+  }
+  ASSERT_FALSE(plan.seqs.empty());
+  std::vector<std::vector<int32_t>> generated(plan.seqs.size());
+  for (size_t step = 0; step < expected[0]->size(); ++step) {
+    const std::vector<std::vector<float>> logits = two.run(plan);
+    ASSERT_EQ(logits[0], logits[1]) << "step " << step;
+    for (size_t s = 0; s < plan.seqs.size(); ++s) {
+      const int32_t token = two.tokens().at(s);
+      generated[s].push_back(token);
+      ScheduledSeq& seq = plan.seqs[s];
+      seq.start_pos += static_cast<int64_t>(seq.tokens.size());
+      seq.tokens = {token};
+      pool.cover(tables[s], seq.start_pos + 1, kBlockSize);
+      seq.block_table = testing::keep_block_table(tables[s]);
+    }
+    plan.kind = ForwardKind::kDecode;
+  }
+  for (size_t s = 0; s < plan.seqs.size(); ++s) {
+    EXPECT_EQ(generated[s], *expected[s]) << prompts_[plan.seqs[s].request_id].name;
+  }
+}
+
+// Llama's tiny fixture has one KV head: it does not split over two ranks.
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaTensorParallel,
+                         ::testing::Values("qwen3-tiny-random", "qwen3-yarn-tiny-random"));
+
+}  // namespace
+}  // namespace paceline
+
+#else
+TEST(CudaTensorParallel, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+#endif
