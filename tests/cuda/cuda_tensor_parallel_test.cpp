@@ -3,7 +3,9 @@
 // collectives that sum and gather through the host in rank order (NCCL refuses two ranks on one
 // device; what is checked here is the forward's split, not NCCL). On the tiny Qwen3 fixtures:
 // both ranks end a step with the same logits, bit for bit; those logits are Hugging Face's within
-// bf16's tolerance, as the one-rank model's are; and greedy decoding gives HF's continuations.
+// bf16's tolerance, as the one-rank model's are; and greedy decoding gives HF's continuations,
+// model by model and through a CudaExecutor of two ranks (rank 0 on the caller's thread, rank 1
+// on its worker).
 #include <algorithm>
 #include <barrier>
 #include <cstdint>
@@ -27,6 +29,7 @@
 
 #include "exec/cuda/activations.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/step_inputs.h"
 #include "model/config.h"
@@ -306,6 +309,56 @@ TEST_P(CudaTensorParallel, TwoRanksOnOneGpuDecodeHfsGreedyContinuations) {
     ASSERT_EQ(logits[0], logits[1]) << "step " << step;
     for (size_t s = 0; s < plan.seqs.size(); ++s) {
       const int32_t token = two.tokens().at(s);
+      generated[s].push_back(token);
+      ScheduledSeq& seq = plan.seqs[s];
+      seq.start_pos += static_cast<int64_t>(seq.tokens.size());
+      seq.tokens = {token};
+      pool.cover(tables[s], seq.start_pos + 1, kBlockSize);
+      seq.block_table = testing::keep_block_table(tables[s]);
+    }
+    plan.kind = ForwardKind::kDecode;
+  }
+  for (size_t s = 0; s < plan.seqs.size(); ++s) {
+    EXPECT_EQ(generated[s], *expected[s]) << prompts_[plan.seqs[s].request_id].name;
+  }
+}
+
+TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuations) {
+  HostCollectives joins(2);
+  HostCollectives::Rank rank0(joins, 0), rank1(joins, 1);
+  CudaExecutorOptions o;
+  o.block_size = kBlockSize;
+  const ModelConfig rank_config = rank_model_config(config_, tensor_parallel_shape(config_, 2));
+  o.kv_cache_bytes = num_blocks_ * kBlockSize * rank_config.kv_bytes_per_token(2);
+  o.max_num_batched_tokens = 4096;
+  o.cudagraph_sizes = {1, 2, 4};  // asked for, but two ranks run eagerly
+  o.tensor_parallel_size = 2;
+  o.devices = {0, 0};
+  o.rank_collectives = [&](int r) -> cuda::RankCollectives* { return r == 0 ? &rank0 : &rank1; };
+  CudaExecutor gpu(config_, *weights_, o);
+  EXPECT_TRUE(gpu.graph_sizes().empty());
+  ASSERT_EQ(gpu.kv_cache_shape().num_blocks, num_blocks_);
+  BlockPool pool(num_blocks_, 11);
+  StepPlan plan;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<const std::vector<int32_t>*> expected;
+  tables.reserve(prompts_.size());
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    const auto it = greedy_.find(prompts_[i].name);
+    if (it == greedy_.end()) continue;
+    std::vector<int32_t>& table = tables.emplace_back();
+    pool.cover(table, static_cast<int64_t>(prompts_[i].tokens.size()), kBlockSize);
+    plan.seqs.push_back(make_seq(i, prompts_[i].tokens, 0, table, 1));
+    plan.seqs.back().sampling.temperature = 0.0;
+    expected.push_back(&it->second);
+  }
+  ASSERT_FALSE(plan.seqs.empty());
+  std::vector<std::vector<int32_t>> generated(plan.seqs.size());
+  for (size_t step = 0; step < expected[0]->size(); ++step) {
+    const StepResult r = gpu.execute(plan);
+    EXPECT_FALSE(gpu.last_step_used_graph());
+    for (size_t s = 0; s < plan.seqs.size(); ++s) {
+      const int32_t token = r.seqs[s].tokens.at(0);
       generated[s].push_back(token);
       ScheduledSeq& seq = plan.seqs[s];
       seq.start_pos += static_cast<int64_t>(seq.tokens.size());

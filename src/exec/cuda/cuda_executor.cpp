@@ -15,8 +15,12 @@
 #include "exec/cuda/decode_graphs.h"
 #include "exec/cuda/gpu_logits_processing.h"
 #include "exec/cuda/host_kv_tier.h"
+#include "exec/cuda/rank_collectives.h"
+#include "exec/cuda/rank_worker.h"
 #include "exec/cuda/step_inputs.h"
 #include "exec/kv_load_faults.h"
+#include "exec/nccl_communicators.h"
+#include "exec/nccl_library.h"
 #include "exec/sampler.h"
 
 namespace paceline {
@@ -63,20 +67,82 @@ struct StreamAndEvents {
   cudaEvent_t end = nullptr;
 };
 
+// The tensor-parallel ranks' shape, devices and collectives (one rank: the shape of one, no
+// collectives). NCCL's communicators are made here unless the options give each rank's.
+struct TensorParallelRanks {
+  TensorParallelRanks(const ModelConfig& config, const CudaExecutorOptions& o)
+      : shape(tensor_parallel_shape(config, std::max(o.tensor_parallel_size, 1))) {
+    const int world = shape.world;
+    if (o.tensor_parallel_size < 1) {
+      fail("--tensor-parallel-size {}: at least 1", o.tensor_parallel_size);
+    }
+    devices = o.devices;
+    if (devices.empty()) {
+      for (int r = 0; r < world; ++r) devices.push_back(o.device + r);
+    }
+    if (static_cast<int>(devices.size()) != world || devices[0] != o.device) {
+      fail("tensor parallelism: {} ranks need {} devices starting at device {}, got {}", world,
+           world, o.device, devices.size());
+    }
+    if (world == 1) return;
+    if (o.host_kv_bytes > 0) {
+      fail("--kv-offloading-size with --tensor-parallel-size {}: the host KV tier of several "
+           "ranks is not built",
+           world);
+    }
+    if (o.rank_collectives) {
+      for (int r = 0; r < world; ++r) {
+        collectives.push_back(o.rank_collectives(r));
+        if (collectives.back() == nullptr) fail("tensor parallelism: rank {} has no collectives", r);
+      }
+      return;
+    }
+    nccl_library = nccl::Library::load();
+    communicators = std::make_unique<nccl::Communicators>(*nccl_library, devices);
+    for (int r = 0; r < world; ++r) {
+      owned.push_back(std::make_unique<NcclRankCollectives>(*communicators, r));
+      collectives.push_back(owned.back().get());
+    }
+  }
+  RankCollectives* of(int rank) const {
+    return collectives.empty() ? nullptr : collectives[static_cast<size_t>(rank)];
+  }
+
+  TensorParallelShape shape;
+  std::vector<int> devices;
+  std::unique_ptr<nccl::Library> nccl_library;
+  std::unique_ptr<nccl::Communicators> communicators;
+  std::vector<std::unique_ptr<RankCollectives>> owned;
+  std::vector<RankCollectives*> collectives;
+};
+
 }  // namespace
 
 struct CudaExecutor::Impl {
   Impl(const ModelConfig& config, const Weights& weights, const CudaExecutorOptions& o)
       : options(o), cuda(o.device), stream(cuda.stream), step_start(cuda.start),
-        step_end(cuda.end), model(config, weights, stream) {}
-  ~Impl() { graphs.reset(); }
+        step_end(cuda.end), ranks(config, o),
+        model(config, weights, stream, ranks.shape, 0, ranks.of(0)) {
+    for (int r = 1; r < ranks.shape.world; ++r) {
+      workers.push_back(std::make_unique<RankWorker>(ranks.devices[static_cast<size_t>(r)],
+                                                     config, weights, ranks.shape, r,
+                                                     ranks.of(r)));
+    }
+    PACELINE_CUDA_CHECK(cudaSetDevice(o.device));
+  }
+  ~Impl() {
+    graphs.reset();
+    workers.clear();
+  }
 
   CudaExecutorOptions options;
   StreamAndEvents cuda;
   cudaStream_t stream;
   cudaEvent_t step_start;
   cudaEvent_t step_end;
-  CudaModel model;
+  TensorParallelRanks ranks;
+  CudaModel model;  // rank 0
+  std::vector<std::unique_ptr<RankWorker>> workers;  // ranks 1 and up
   StepLimits limits;
   StepBuffers eager_inputs;
   Activations eager_acts;
@@ -135,7 +201,8 @@ KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
     const int64_t activations =
         (o.max_num_batched_tokens + graph_rows) * Activations::bytes_per_row(c) +
         (kEagerDecodeRows + graph_rows) * Activations::bytes_per_decode_row(c, splits) +
-        (kEagerLogitRows + graph_rows) * Activations::bytes_per_logit_row(c) +
+        (kEagerLogitRows + graph_rows) *
+            Activations::bytes_per_logit_row(c, model.tensor_parallel().world) +
         (int64_t{1} << 30);
     bytes = static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -
             used - activations;
@@ -194,7 +261,12 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
                m.model.small_m_gemm() ? "small-M" : "cuBLASLt", options.max_num_seqs,
                m.model.prefill_gemm_plan() ? kPrefillPlanRows : kGemmRows);
   std::vector<int32_t> sizes;
-  if (!options.enforce_eager) {
+  const int world = m.ranks.shape.world;
+  if (world > 1 && !options.enforce_eager && !options.cudagraph_sizes.empty()) {
+    spdlog::info("cuda: {} tensor-parallel ranks run eagerly (CUDA graphs of several ranks are "
+                 "not built)", world);
+  }
+  if (!options.enforce_eager && world == 1) {
     for (int32_t s : options.cudagraph_sizes) {
       if (s > 0) sizes.push_back(s);
     }
@@ -203,6 +275,8 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   }
   const int64_t graph_rows = sizes.empty() ? 0 : sizes.back();
   m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows), options.fp8_kv_cache);
+  // Every rank holds as many blocks as rank 0 (the same KV heads each).
+  for (auto& w : m.workers) w->allocate_kv_cache(m.model.kv_cache_shape(), options.fp8_kv_cache);
 
   const KvCacheShape kv = m.model.kv_cache_shape();
   if (options.host_kv_bytes > 0) {
@@ -222,10 +296,11 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   m.limits.num_blocks = kv.num_blocks;
   m.limits.block_size = kv.block_size;
   m.model.set_prefill_precision(prefill_precision_for(m.model, options));
+  for (auto& w : m.workers) w->configure(m.model.small_m_gemm(), m.model.prefill_precision());
   m.limits.prefill_tile_rows =
       prefill_tile_rows(m.model.attention_shape(), m.model.prefill_precision());
   m.eager_acts.reserve(m.model.rank_config(), options.max_num_batched_tokens, kEagerDecodeRows,
-                       kEagerLogitRows, m.model.decode_splits().max_splits);
+                       kEagerLogitRows, m.model.decode_splits().max_splits, world);
 
   const int64_t max_len = options.max_model_len > 0 ? options.max_model_len
                                                      : config.max_position_embeddings;
@@ -346,7 +421,8 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   const int64_t vocab = m.model.config().vocab_size;
 
   int num_logits = 0;
-  m.last_used_graph = m.graphs->prepare(plan);
+  // Several ranks run eagerly (no graphs captured for them).
+  m.last_used_graph = m.workers.empty() && m.graphs->prepare(plan);
   if (m.last_used_graph) {
     HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
@@ -361,15 +437,18 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
     num_logits = static_cast<int>(h.logit_rows.size());
     m.eager_acts.reserve(m.model.rank_config(), h.rows(),
                          static_cast<int64_t>(h.decode_rows.size()), std::max(1, num_logits),
-                         m.model.decode_splits().max_splits);
+                         m.model.decode_splits().max_splits, m.ranks.shape.world);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
     std::vector<BlockCopy> failed =
         enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
     if (!failed.empty()) return m.without_forward(plan, std::move(failed));
-    m.eager_inputs.upload(h, m.stream);
     StepCounts counts{h.rows(), num_logits, static_cast<int>(h.decode_rows.size()),
                       h.num_tiles()};
+    // The other ranks' forwards start first: each collective needs every rank.
+    for (auto& w : m.workers) w->start_forward(h, counts);
+    m.eager_inputs.upload(h, m.stream);
     m.model.forward(counts, m.eager_inputs, m.eager_acts);
+    for (auto& w : m.workers) w->wait();
     m.last_acts = &m.eager_acts;
   }
   m.last_num_logits = num_logits;

@@ -5,6 +5,7 @@
 // of float32 logits back and go through sample_token, so every executor draws the same token
 // from the same logits. No CUDA header here: the CLI includes this from plain C++.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@
 #include "model/weights.h"
 
 namespace paceline {
+
+namespace cuda {
+class RankCollectives;
+}
 
 struct CudaExecutorOptions {
   int device = 0;
@@ -42,6 +47,14 @@ struct CudaExecutorOptions {
   // The most sequences a step decodes (--max-num-seqs): at kSmallMAutoRows or fewer the decode
   // rows take the small-M GEMM (gemm.h; PACELINE_GEMM_SMALL_M=1 or 0 overrides).
   int64_t max_num_seqs = 256;
+  // Tensor parallelism (docs/tensor-parallel.md): the ranks, rank r on devices[r] (empty:
+  // device, device + 1, ...; devices[0] must be `device`). Rank 0 runs on the caller's thread,
+  // the others on threads of their own, joined by NCCL unless rank_collectives gives each rank's
+  // collectives (the GPU tests' ranks on one device), which must outlive the executor. For now
+  // more than one rank runs eagerly (no CUDA graphs) and without a host KV tier.
+  int tensor_parallel_size = 1;
+  std::vector<int> devices;
+  std::function<cuda::RankCollectives*(int rank)> rank_collectives;
 };
 
 // Whether a CUDA device is present and usable (false in a build without CUDA).

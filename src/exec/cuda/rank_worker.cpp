@@ -1,0 +1,101 @@
+#include "exec/cuda/rank_worker.h"
+
+#include <algorithm>
+
+#include "exec/cuda/cuda_check.h"
+
+namespace paceline::cuda {
+
+RankWorker::RankWorker(int device, const ModelConfig& config, const Weights& weights,
+                       const TensorParallelShape& tp, int rank, RankCollectives* collectives)
+    : device_(device), thread_([this] { loop(); }) {
+  post([&, this] {
+    PACELINE_CUDA_CHECK(cudaSetDevice(device_));
+    PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    model_ = std::make_unique<CudaModel>(config, weights, stream_, tp, rank, collectives);
+  });
+  wait();
+}
+
+RankWorker::~RankWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  // The model's buffers and the stream belong to the worker's device.
+  cudaSetDevice(device_);
+  model_.reset();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void RankWorker::configure(bool small_m_gemm, PrefillPrecision precision) {
+  post([=, this] {
+    model_->set_small_m_gemm(small_m_gemm);
+    model_->set_prefill_precision(precision);
+  });
+  wait();
+}
+
+void RankWorker::allocate_kv_cache(KvCacheShape shape, bool fp8) {
+  post([=, this] { model_->allocate_kv_cache(shape, fp8); });
+  wait();
+}
+
+void RankWorker::start_forward(const HostStep& step, const StepCounts& counts) {
+  post([&step, counts, this] {
+    acts_.reserve(model_->rank_config(), step.rows(), static_cast<int64_t>(step.decode_rows.size()),
+                  std::max(1, counts.logits), model_->decode_splits().max_splits,
+                  model_->tensor_parallel().world);
+    inputs_.upload(step, stream_);
+    model_->forward(counts, inputs_, acts_);
+  });
+}
+
+void RankWorker::post(std::function<void()> task) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !busy_; });
+    task_ = std::move(task);
+    busy_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RankWorker::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !busy_; });
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void RankWorker::loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || (busy_ && task_); });
+      if (stop_ && !(busy_ && task_)) return;
+      task = std::move(task_);
+      task_ = nullptr;
+    }
+    std::exception_ptr error;
+    try {
+      task();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = error;
+      busy_ = false;
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace paceline::cuda

@@ -1,0 +1,68 @@
+#pragma once
+// A tensor-parallel rank after the first (docs/tensor-parallel.md, "The CUDA ranks"): a thread of
+// its own that owns the rank's stream on its device, its CudaModel (weight slices, KV cache),
+// its step inputs and its activations, and runs each step's forward while the executor runs rank
+// 0's on the engine's thread (the collectives inside the forward need every rank at once). Tasks
+// go to the thread one at a time; wait() returns when the last one has run and rethrows what it
+// threw.
+#include <cuda_runtime.h>
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "exec/cuda/activations.h"
+#include "exec/cuda/cuda_model.h"
+#include "exec/cuda/rank_collectives.h"
+#include "exec/cuda/step_inputs.h"
+#include "model/config.h"
+#include "model/tensor_parallel_shape.h"
+#include "model/weights.h"
+
+namespace paceline::cuda {
+
+class RankWorker {
+ public:
+  // Uploads rank `rank`'s slices on `device` from the worker's thread; returns when done (or
+  // throws what the upload threw). `weights` and `collectives` must outlive the worker.
+  RankWorker(int device, const ModelConfig& config, const Weights& weights,
+             const TensorParallelShape& tp, int rank, RankCollectives* collectives);
+  ~RankWorker();
+  RankWorker(const RankWorker&) = delete;
+  RankWorker& operator=(const RankWorker&) = delete;
+
+  // Setup, run on the worker's thread and waited for.
+  void configure(bool small_m_gemm, PrefillPrecision precision);
+  void allocate_kv_cache(KvCacheShape shape, bool fp8);
+
+  // Starts the step's forward: the rank's inputs are uploaded from `step` (which must live until
+  // wait()) and its forward enqueued on its stream, with activations for `logit_rows`.
+  void start_forward(const HostStep& step, const StepCounts& counts);
+  // Waits for the task started last; rethrows its exception.
+  void wait();
+
+  CudaModel& model() { return *model_; }
+
+ private:
+  void post(std::function<void()> task);
+  void loop();
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CudaModel> model_;
+  StepBuffers inputs_;
+  Activations acts_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace paceline::cuda
