@@ -334,8 +334,9 @@ std::unique_ptr<Executor> make_executor(const ModelOptions& o, const LoadedModel
       }
     }
     fail("--tensor-parallel-size {}: the {} executor runs on one device; only --device cpu "
-         "splits the model (into ranks computed in turn); tensor parallelism over several GPUs "
-         "is not built yet{}", o.tensor_parallel_size, o.device, nccl_state);
+         "splits the model (into ranks computed in turn); the CUDA ranks are built but stay off "
+         "until they have run on a machine of several GPUs{}", o.tensor_parallel_size, o.device,
+         nccl_state);
   }
   if (o.device == "null") {
     // Only the KV shape matters to the scheduler; no memory is taken.
