@@ -59,11 +59,6 @@ CudaModel::CudaModel(const ModelConfig& config, const Weights& weights, cudaStre
   // both executors rotate by the same float32 numbers.
   std::vector<float> inv_freq = rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling);
   rope_scale_ = static_cast<float>(rope_attention_factor(config.rope_scaling));
-  if (const char* v = std::getenv("PACELINE_GATE_UP_BF16")) {
-    const std::string s(v);
-    if (s != "0" && s != "1") fail("PACELINE_GATE_UP_BF16={}: 0 or 1", s);
-    gate_up_bf16_ = s == "1";
-  }
   inv_freq_ = DeviceBuffer(inv_freq.size() * sizeof(float));
   PACELINE_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), inv_freq.data(), inv_freq_.bytes(),
                                  cudaMemcpyHostToDevice));
@@ -190,17 +185,10 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
                                         w.post_attention_norm.as<float>(), hidden, eps, n.rows,
                                         a.normed.as<bf16>(), stream_));
-    if (gate_up_bf16_) {
-      gemm_.run_bf16(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
-                     a.gate_up.as<bf16>(), small);
-      PACELINE_CUDA_CHECK(
-          launch_swiglu(a.gate_up.as<bf16>(), inter, n.rows, a.act.as<bf16>(), stream_));
-    } else {
-      gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
-                    a.gate_up.as<float>(), 0.0f, small);
-      PACELINE_CUDA_CHECK(
-          launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
-    }
+    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
+                  a.gate_up.as<float>(), 0.0f, small);
+    PACELINE_CUDA_CHECK(
+        launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
     gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,
                   a.residual.as<float>(), residual_beta, small);
     join_residual();

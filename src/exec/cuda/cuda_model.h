@@ -84,10 +84,6 @@ class CudaModel {
   void set_small_m_gemm(bool on) { gemm_.set_small_m(on); }
   bool small_m_gemm() const { return gemm_.small_m(); }
   bool prefill_gemm_plan() const { return gemm_.prefill_plan(); }
-  // Whether gate_up_proj writes bf16 (as Hugging Face's bf16 projections do; half the bytes for
-  // SwiGLU to read) instead of float32: PACELINE_GATE_UP_BF16=1, read at construction; every row
-  // alike, so batch invariance is unaffected.
-  bool gate_up_bf16() const { return gate_up_bf16_; }
 
  private:
   LayerCache layer_cache(int64_t layer) const;
@@ -108,7 +104,6 @@ class CudaModel {
   DeviceBuffer fp8_clamped_;  // one unsigned long long (FP8 cache only)
   PrefillPrecision prefill_precision_ = PrefillPrecision::bf16;
   DecodeSplits decode_splits_ = kDecodePlanBf16;
-  bool gate_up_bf16_ = false;
 };
 
 }  // namespace paceline::cuda

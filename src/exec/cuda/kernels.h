@@ -111,9 +111,6 @@ cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int
 // out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out.
 cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
                           cudaStream_t stream);
-// The same from a bf16 gate_up: the float32 kernel's bits on the widened values.
-cudaError_t launch_swiglu(const bf16* gate_up, int64_t width, int rows, bf16* out,
-                          cudaStream_t stream);
 
 // Tensor parallelism: the lm_head's vocabulary slices of `world` ranks, gathered rank-major
 // (slice s's row r at slices + s * slice_stride + r * per_rank), joined into whole rows:

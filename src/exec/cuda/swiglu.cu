@@ -1,4 +1,4 @@
-// SwiGLU: silu(gate) * up, float32 or bf16 in, bf16 out (the input of the down projection).
+// SwiGLU: silu(gate) * up, float32 in, bf16 out (the input of the down projection).
 //
 // Elementwise, so how the elements are split among threads leaves the bits alone: rows whose
 // width is a multiple of 4 go four elements a thread (16-byte loads of gate and up, one 8-byte
@@ -51,62 +51,7 @@ __global__ void swiglu4_kernel(const float* gate_up, int64_t width, bf16* out) {
   }
 }
 
-// bf16 in (gate_up rounded to bf16 by its GEMM, as Hugging Face's bf16 projections are): the
-// values widened to float32 (exact) and the float32 kernel's arithmetic, so the bits are the
-// float32 kernel's on the same values. Four elements a thread (8-byte loads) when aligned.
-__global__ void swiglu_bf16_kernel(const bf16* gate_up, int64_t width, bf16* out) {
-  allow_dependent_launch();
-  wait_for_prerequisites();
-  const int64_t row = blockIdx.x;
-  const bf16* gate = gate_up + row * 2 * width;
-  const bf16* up = gate + width;
-  for (int64_t i = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < width;
-       i += static_cast<int64_t>(gridDim.y) * blockDim.x) {
-    out[row * width + i] =
-        __float2bfloat16(silu_times(__bfloat162float(gate[i]), __bfloat162float(up[i])));
-  }
-}
-
-__global__ void swiglu4_bf16_kernel(const bf16* gate_up, int64_t width, bf16* out) {
-  allow_dependent_launch();
-  wait_for_prerequisites();
-  const int64_t row = blockIdx.x;
-  const auto* gate = reinterpret_cast<const uint2*>(gate_up + row * 2 * width);
-  const auto* up = reinterpret_cast<const uint2*>(gate_up + row * 2 * width + width);
-  auto* o = reinterpret_cast<uint2*>(out + row * width);
-  const int64_t groups = width / 4;
-  const auto pair = [](uint32_t w) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
-  };
-  for (int64_t i = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < groups;
-       i += static_cast<int64_t>(gridDim.y) * blockDim.x) {
-    const uint2 gw = gate[i], uw = up[i];
-    const float2 g0 = pair(gw.x), g1 = pair(gw.y), u0 = pair(uw.x), u1 = pair(uw.y);
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(silu_times(g0.x, u0.x), silu_times(g0.y, u0.y));
-    const __nv_bfloat162 hi = __floats2bfloat162_rn(silu_times(g1.x, u1.x), silu_times(g1.y, u1.y));
-    uint2 packed;
-    packed.x = *reinterpret_cast<const uint32_t*>(&lo);
-    packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-    o[i] = packed;
-  }
-}
-
 }  // namespace
-
-cudaError_t launch_swiglu(const bf16* gate_up, int64_t width, int rows, bf16* out,
-                          cudaStream_t stream) {
-  if (rows <= 0) return cudaGetLastError();
-  const auto aligned = [](const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
-  if (width % 4 == 0 && aligned(gate_up, 8) && aligned(out, 8)) {
-    const int64_t groups = width / 4;
-    const int blocks_y = static_cast<int>(std::min<int64_t>(65535, (groups + kThreads - 1) / kThreads));
-    return launch_after_previous(ChainedKernel::kSwiglu, swiglu4_bf16_kernel, dim3(rows, blocks_y),
-                                 dim3(kThreads), 0, stream, gate_up, width, out);
-  }
-  const int blocks_y = static_cast<int>(std::min<int64_t>(65535, (width + 1023) / 1024));
-  return launch_after_previous(ChainedKernel::kSwiglu, swiglu_bf16_kernel, dim3(rows, blocks_y),
-                               dim3(kThreads), 0, stream, gate_up, width, out);
-}
 
 cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
                           cudaStream_t stream) {
