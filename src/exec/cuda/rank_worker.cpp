@@ -24,10 +24,14 @@ RankWorker::~RankWorker() {
   }
   cv_.notify_all();
   thread_.join();
-  // The model's buffers and the stream belong to the worker's device.
+  // The model's buffers and the stream belong to the worker's device; the destroying thread's
+  // own device is put back afterwards.
+  int previous = 0;
+  const bool known = cudaGetDevice(&previous) == cudaSuccess;
   cudaSetDevice(device_);
   model_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (known) cudaSetDevice(previous);
 }
 
 void RankWorker::configure(bool small_m_gemm, PrefillPrecision precision) {
