@@ -446,8 +446,19 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                       h.num_tiles()};
     // The other ranks' forwards start first: each collective needs every rank.
     for (auto& w : m.workers) w->start_forward(h, counts);
-    m.eager_inputs.upload(h, m.stream);
-    m.model.forward(counts, m.eager_inputs, m.eager_acts);
+    try {
+      m.eager_inputs.upload(h, m.stream);
+      m.model.forward(counts, m.eager_inputs, m.eager_acts);
+    } catch (...) {
+      // The workers read h: it must outlive their tasks, whatever rank 0 threw.
+      for (auto& w : m.workers) {
+        try {
+          w->wait();
+        } catch (...) {
+        }
+      }
+      throw;
+    }
     for (auto& w : m.workers) w->wait();
     m.last_acts = &m.eager_acts;
   }
