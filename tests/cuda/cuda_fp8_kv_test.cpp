@@ -6,19 +6,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include "../cpu_forward/hf_fixture.h"
 #include "../cpu_forward/test_model.h"
 #include "cuda_test_util.h"
 #include "model/config.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
 
 #if PACELINE_HAVE_CUDA
 namespace paceline {
@@ -39,39 +36,33 @@ class CudaFp8Kv : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     PACELINE_REQUIRE_GPU();
-    folder_ = fs::path(testing::source_dir()) / "tests/fixtures/models" / GetParam();
-    config_ = model_config_load(folder_.string());
-    weights_ = load_safetensors_weights(folder_.string(), config_);
-    reference_ = std::make_unique<SafetensorsFile>((folder_ / "reference.safetensors").string());
-    std::ifstream in(folder_ / "reference.json");
-    const nlohmann::json root = nlohmann::json::parse(in);
-    for (const auto& p : root.at("prompts")) {
-      names_.push_back(p.at("name").get<std::string>());
-      prompts_.push_back(p.at("token_ids").get<std::vector<int32_t>>());
-      positions_.push_back(p.at("logit_positions").get<std::vector<int64_t>>());
-    }
+    hf_ = std::make_unique<testing::HfFixture>(fs::path(testing::source_dir()) /
+                                               "tests/fixtures/models" / GetParam());
   }
+
+  const ModelConfig& config() const { return hf_->config; }
 
   CudaExecutorOptions options(bool fp8) const {
     int64_t tokens = 0;
-    for (const auto& p : prompts_) tokens += static_cast<int64_t>(p.size()) + kBlockSize;
+    for (const auto& p : hf_->prompts) tokens += static_cast<int64_t>(p.tokens.size()) + kBlockSize;
     CudaExecutorOptions o;
     o.block_size = kBlockSize;
-    o.kv_cache_bytes = tokens * config_.kv_bytes_per_token(fp8 ? 1 : 2);
+    o.kv_cache_bytes = tokens * config().kv_bytes_per_token(fp8 ? 1 : 2);
     o.max_num_batched_tokens = 1024;
     o.fp8_kv_cache = fp8;
     return o;
   }
 
-  // Every position's logits of prompt i, prefilled in chunks.
+  // Every position's logits of prompt i, prefilled in chunks, alone.
   std::vector<float> run(CudaExecutor& gpu, BlockPool& pool, size_t i) const {
+    const std::vector<int32_t>& prompt = hf_->prompts[i].tokens;
     std::vector<int32_t> table;
     std::vector<float> all;
-    const auto n = static_cast<int64_t>(prompts_[i].size());
+    const auto n = static_cast<int64_t>(prompt.size());
     for (int64_t begin = 0; begin < n; begin += kChunk) {
       const int64_t end = std::min(n, begin + kChunk);
       pool.cover(table, end, kBlockSize);
-      std::vector<int32_t> chunk(prompts_[i].begin() + begin, prompts_[i].begin() + end);
+      std::vector<int32_t> chunk(prompt.begin() + begin, prompt.begin() + end);
       StepPlan plan;
       plan.seqs.push_back(make_seq(i, chunk, begin, table, static_cast<int32_t>(end - begin)));
       gpu.execute(plan);
@@ -81,18 +72,12 @@ class CudaFp8Kv : public ::testing::TestWithParam<const char*> {
     return all;
   }
 
-  fs::path folder_;
-  ModelConfig config_;
-  std::unique_ptr<Weights> weights_;
-  std::unique_ptr<SafetensorsFile> reference_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<int32_t>> prompts_;
-  std::vector<std::vector<int64_t>> positions_;
+  std::unique_ptr<testing::HfFixture> hf_;
 };
 
 TEST_P(CudaFp8Kv, LogitsStayCloseToHfAndToTheBf16Cache) {
-  CudaExecutor bf16(config_, *weights_, options(false));
-  CudaExecutor fp8(config_, *weights_, options(true));
+  CudaExecutor bf16(config(), *hf_->weights, options(false));
+  CudaExecutor fp8(config(), *hf_->weights, options(true));
   const ExecutorCapabilities x = fp8.capabilities();
   EXPECT_EQ(x.kv_dtype, "fp8_e4m3");
   EXPECT_EQ(x.kv_element_bytes, 1);
@@ -100,20 +85,20 @@ TEST_P(CudaFp8Kv, LogitsStayCloseToHfAndToTheBf16Cache) {
   // The same token capacity from half the bytes.
   EXPECT_EQ(x.kv.num_blocks, bf16.capabilities().kv.num_blocks);
   BlockPool pool_a(bf16.capabilities().kv.num_blocks, 3), pool_b(x.kv.num_blocks, 3);
-  const int64_t vocab = config_.vocab_size;
+  const int64_t vocab = config().vocab_size;
   double worst_hf = 0, worst_bf16 = 0, worst_bf16_hf = 0;
   int64_t rows = 0, top1_hf = 0, top1_bf16 = 0;
-  for (size_t i = 0; i < prompts_.size(); ++i) {
-    const std::vector<float> a = run(bf16, pool_a, i);
-    const std::vector<float> b = run(fp8, pool_b, i);
-    const TensorView* t = reference_->find("logits." + names_[i]);
-    ASSERT_NE(t, nullptr);
-    std::vector<float> hf(static_cast<size_t>(t->numel()));
-    t->to_f32(hf.data());
-    for (size_t r = 0; r < positions_[i].size(); ++r) {
+  for (size_t i = 0; i < hf_->prompts.size(); ++i) {
+    const testing::HfPrompt& p = hf_->prompts[i];
+    // The rows at HF's logit positions, in its order.
+    const std::vector<float> a = hf_->pick_rows(p, run(bf16, pool_a, i));
+    const std::vector<float> b = hf_->pick_rows(p, run(fp8, pool_b, i));
+    const std::vector<float> hf = hf_->hf_rows(p);
+    ASSERT_EQ(hf.size(), p.logit_positions.size() * static_cast<size_t>(vocab));
+    for (size_t r = 0; r < p.logit_positions.size(); ++r) {
       const float* h = hf.data() + r * vocab;
-      const float* pa = a.data() + positions_[i][r] * vocab;
-      const float* pb = b.data() + positions_[i][r] * vocab;
+      const float* pa = a.data() + r * vocab;
+      const float* pb = b.data() + r * vocab;
       worst_hf = std::max(worst_hf, testing::relative_error(pb, h, vocab));
       worst_bf16 = std::max(worst_bf16, testing::relative_error(pb, pa, vocab));
       worst_bf16_hf = std::max(worst_bf16_hf, testing::relative_error(pa, h, vocab));

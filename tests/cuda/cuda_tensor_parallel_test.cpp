@@ -10,17 +10,15 @@
 #include <barrier>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include "../cpu_forward/hf_fixture.h"
 #include "../cpu_forward/test_model.h"
 #include "cuda_test_util.h"
 
@@ -33,7 +31,6 @@
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/step_inputs.h"
 #include "model/config.h"
-#include "model/safetensors.h"
 #include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 
@@ -42,7 +39,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::BlockPool;
-using testing::make_seq;
 
 constexpr int64_t kBlockSize = 16;
 
@@ -186,99 +182,43 @@ class Ranks {
   std::vector<std::unique_ptr<RankForward>> ranks_;
 };
 
-struct Prompt {
-  std::string name;
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> logit_positions;
-};
-
 class CudaTensorParallel : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     PACELINE_REQUIRE_GPU();
     const fs::path folder = fs::path(testing::source_dir()) / "tests/fixtures/models" / GetParam();
-    ASSERT_TRUE(fs::exists(folder / "reference.json")) << "no fixture at " << folder;
-    config_ = model_config_load(folder.string());
-    weights_ = load_safetensors_weights(folder.string(), config_);
-    reference_ = std::make_unique<SafetensorsFile>((folder / "reference.safetensors").string());
-    std::ifstream in(folder / "reference.json");
-    const nlohmann::json root = nlohmann::json::parse(in);
-    for (const auto& p : root.at("prompts")) {
-      prompts_.push_back({p.at("name").get<std::string>(),
-                          p.at("token_ids").get<std::vector<int32_t>>(),
-                          p.at("logit_positions").get<std::vector<int64_t>>()});
-    }
-    for (const auto& g : root.at("greedy")) {
-      greedy_[g.at("prompt").get<std::string>()] = g.at("new_tokens").get<std::vector<int32_t>>();
-    }
-    int64_t positions = 0;
-    for (const Prompt& p : prompts_) positions += static_cast<int64_t>(p.tokens.size()) + 64;
-    num_blocks_ = positions / kBlockSize + static_cast<int64_t>(prompts_.size());
+    ASSERT_TRUE(testing::HfFixture::exists(folder)) << "no fixture at " << folder;
+    hf_ = std::make_unique<testing::HfFixture>(folder);
+    num_blocks_ = hf_->num_blocks(kBlockSize);
   }
 
-  // HF's logits of prompt p at its logit positions from first_position on.
-  std::vector<float> hf_rows(const Prompt& p, int64_t first_position) const {
-    const TensorView* t = reference_->find("logits." + p.name);
-    EXPECT_NE(t, nullptr);
-    std::vector<float> all(static_cast<size_t>(t->numel()));
-    t->to_f32(all.data());
-    std::vector<float> out;
-    for (size_t i = 0; i < p.logit_positions.size(); ++i) {
-      if (p.logit_positions[i] < first_position) continue;
-      const auto at = static_cast<std::ptrdiff_t>(i * config_.vocab_size);
-      out.insert(out.end(), all.begin() + at, all.begin() + at + config_.vocab_size);
-    }
-    return out;
-  }
-  // Our rows (one per position from first_position on) at HF's logit positions.
-  std::vector<float> pick_rows(const Prompt& p, const std::vector<float>& ours,
-                               int64_t first_position) const {
-    std::vector<float> out;
-    for (int64_t pos : p.logit_positions) {
-      if (pos < first_position) continue;
-      const auto at = static_cast<std::ptrdiff_t>((pos - first_position) * config_.vocab_size);
-      out.insert(out.end(), ours.begin() + at, ours.begin() + at + config_.vocab_size);
-    }
-    return out;
-  }
+  const ModelConfig& config() const { return hf_->config; }
 
-  ModelConfig config_;
-  std::unique_ptr<Weights> weights_;
-  std::unique_ptr<SafetensorsFile> reference_;
-  std::vector<Prompt> prompts_;
-  std::map<std::string, std::vector<int32_t>> greedy_;
+  std::unique_ptr<testing::HfFixture> hf_;
   int64_t num_blocks_ = 0;
 };
 
 TEST_P(CudaTensorParallel, TwoRanksOnOneGpuGiveHfsLogitsOnBothRanks) {
   BlockPool pool(num_blocks_);
-  StepPlan plan;
   std::vector<int64_t> firsts;
-  for (size_t i = 0; i < prompts_.size(); ++i) {
-    const Prompt& p = prompts_[i];
-    const auto n = static_cast<int64_t>(p.tokens.size());
-    const int64_t first = *std::min_element(p.logit_positions.begin(), p.logit_positions.end());
-    std::vector<int32_t> table;
-    pool.cover(table, n, kBlockSize);
-    plan.seqs.push_back(make_seq(i, p.tokens, 0, table, static_cast<int32_t>(n - first)));
-    firsts.push_back(first);
-  }
-  Ranks one(config_, *weights_, 1, num_blocks_);
+  const StepPlan plan = hf_->ragged_prefill(pool, kBlockSize, firsts);
+  Ranks one(config(), *hf_->weights, 1, num_blocks_);
   const std::vector<float> alone = one.run(plan)[0];
-  Ranks two(config_, *weights_, 2, num_blocks_);
+  Ranks two(config(), *hf_->weights, 2, num_blocks_);
   const std::vector<std::vector<float>> split = two.run(plan);
   ASSERT_EQ(split[0].size(), alone.size());
   EXPECT_EQ(split[0], split[1]) << "the ranks' gathered logits differ";
-  const int64_t vocab = config_.vocab_size;
+  const int64_t vocab = config().vocab_size;
   const double vs_one = testing::worst_relative_error(split[0], alone, vocab);
   double vs_hf = 0.0;
   int64_t row = 0;
-  for (size_t i = 0; i < prompts_.size(); ++i) {
+  for (size_t i = 0; i < hf_->prompts.size(); ++i) {
+    const testing::HfPrompt& p = hf_->prompts[i];
     const int64_t rows = plan.seqs[i].num_logits;
     const std::vector<float> mine = testing::logit_rows(split[0], vocab, row, rows);
-    const double e = testing::worst_relative_error(pick_rows(prompts_[i], mine, firsts[i]),
-                                                   hf_rows(prompts_[i], firsts[i]), vocab);
-    EXPECT_LE(e, testing::kBf16Tolerance) << prompts_[i].name;
+    const double e = testing::worst_relative_error(hf_->pick_rows(p, mine, firsts[i]),
+                                                   hf_->hf_rows(p, firsts[i]), vocab);
+    EXPECT_LE(e, testing::kBf16Tolerance) << p.name;
     vs_hf = std::max(vs_hf, e);
     row += rows;
   }
@@ -288,39 +228,14 @@ TEST_P(CudaTensorParallel, TwoRanksOnOneGpuGiveHfsLogitsOnBothRanks) {
 }
 
 TEST_P(CudaTensorParallel, TwoRanksOnOneGpuDecodeHfsGreedyContinuations) {
-  Ranks two(config_, *weights_, 2, num_blocks_);
+  Ranks two(config(), *hf_->weights, 2, num_blocks_);
   BlockPool pool(num_blocks_, 7);
-  StepPlan plan;
-  std::vector<std::vector<int32_t>> tables;
-  std::vector<const std::vector<int32_t>*> expected;
-  tables.reserve(prompts_.size());
-  for (size_t i = 0; i < prompts_.size(); ++i) {
-    const auto it = greedy_.find(prompts_[i].name);
-    if (it == greedy_.end()) continue;
-    std::vector<int32_t>& table = tables.emplace_back();
-    pool.cover(table, static_cast<int64_t>(prompts_[i].tokens.size()), kBlockSize);
-    plan.seqs.push_back(make_seq(i, prompts_[i].tokens, 0, table, 1));
-    expected.push_back(&it->second);
-  }
-  ASSERT_FALSE(plan.seqs.empty());
-  std::vector<std::vector<int32_t>> generated(plan.seqs.size());
-  for (size_t step = 0; step < expected[0]->size(); ++step) {
+  int step = 0;
+  hf_->expect_greedy_continuations(pool, kBlockSize, [&](StepPlan& plan) {
     const std::vector<std::vector<float>> logits = two.run(plan);
-    ASSERT_EQ(logits[0], logits[1]) << "step " << step;
-    for (size_t s = 0; s < plan.seqs.size(); ++s) {
-      const int32_t token = two.tokens().at(s);
-      generated[s].push_back(token);
-      ScheduledSeq& seq = plan.seqs[s];
-      seq.start_pos += static_cast<int64_t>(seq.tokens.size());
-      seq.tokens = {token};
-      pool.cover(tables[s], seq.start_pos + 1, kBlockSize);
-      seq.block_table = testing::keep_block_table(tables[s]);
-    }
-    plan.kind = ForwardKind::kDecode;
-  }
-  for (size_t s = 0; s < plan.seqs.size(); ++s) {
-    EXPECT_EQ(generated[s], *expected[s]) << prompts_[plan.seqs[s].request_id].name;
-  }
+    EXPECT_EQ(logits[0], logits[1]) << "step " << step++;
+    return two.tokens();
+  });
 }
 
 TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuations) {
@@ -328,49 +243,24 @@ TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuat
   HostCollectives::Rank rank0(joins, 0), rank1(joins, 1);
   CudaExecutorOptions o;
   o.block_size = kBlockSize;
-  const ModelConfig rank_config = rank_model_config(config_, tensor_parallel_shape(config_, 2));
+  const ModelConfig rank_config = rank_model_config(config(), tensor_parallel_shape(config(), 2));
   o.kv_cache_bytes = num_blocks_ * kBlockSize * rank_config.kv_bytes_per_token(2);
   o.max_num_batched_tokens = 4096;
   o.cudagraph_sizes = {1, 2, 4};  // asked for, but two ranks run eagerly
   o.tensor_parallel_size = 2;
   o.devices = {0, 0};
   o.rank_collectives = [&](int r) -> cuda::RankCollectives* { return r == 0 ? &rank0 : &rank1; };
-  CudaExecutor gpu(config_, *weights_, o);
+  CudaExecutor gpu(config(), *hf_->weights, o);
   EXPECT_TRUE(gpu.graph_sizes().empty());
   ASSERT_EQ(gpu.kv_cache_shape().num_blocks, num_blocks_);
   BlockPool pool(num_blocks_, 11);
-  StepPlan plan;
-  std::vector<std::vector<int32_t>> tables;
-  std::vector<const std::vector<int32_t>*> expected;
-  tables.reserve(prompts_.size());
-  for (size_t i = 0; i < prompts_.size(); ++i) {
-    const auto it = greedy_.find(prompts_[i].name);
-    if (it == greedy_.end()) continue;
-    std::vector<int32_t>& table = tables.emplace_back();
-    pool.cover(table, static_cast<int64_t>(prompts_[i].tokens.size()), kBlockSize);
-    plan.seqs.push_back(make_seq(i, prompts_[i].tokens, 0, table, 1));
-    plan.seqs.back().sampling.temperature = 0.0;
-    expected.push_back(&it->second);
-  }
-  ASSERT_FALSE(plan.seqs.empty());
-  std::vector<std::vector<int32_t>> generated(plan.seqs.size());
-  for (size_t step = 0; step < expected[0]->size(); ++step) {
+  hf_->expect_greedy_continuations(pool, kBlockSize, [&](StepPlan& plan) {
     const StepResult r = gpu.execute(plan);
     EXPECT_FALSE(gpu.last_step_used_graph());
-    for (size_t s = 0; s < plan.seqs.size(); ++s) {
-      const int32_t token = r.seqs[s].tokens.at(0);
-      generated[s].push_back(token);
-      ScheduledSeq& seq = plan.seqs[s];
-      seq.start_pos += static_cast<int64_t>(seq.tokens.size());
-      seq.tokens = {token};
-      pool.cover(tables[s], seq.start_pos + 1, kBlockSize);
-      seq.block_table = testing::keep_block_table(tables[s]);
-    }
-    plan.kind = ForwardKind::kDecode;
-  }
-  for (size_t s = 0; s < plan.seqs.size(); ++s) {
-    EXPECT_EQ(generated[s], *expected[s]) << prompts_[plan.seqs[s].request_id].name;
-  }
+    std::vector<int32_t> tokens;
+    for (const auto& seq : r.seqs) tokens.push_back(seq.tokens.at(0));
+    return tokens;
+  });
 }
 
 // Llama's tiny fixture has one KV head: it does not split over two ranks.
