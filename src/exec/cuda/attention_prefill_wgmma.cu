@@ -852,12 +852,13 @@ bool warp_specialized() {
   return ws;
 }
 
-// The warp-specialized kernel's consumers overlap a chunk's softmax with the previous chunk's
-// P . V (the same bits); PACELINE_PREFILL_OVERLAP=0 turns it off, for comparison.
+// PACELINE_PREFILL_OVERLAP=1: the warp-specialized kernel's consumers overlap a chunk's softmax
+// with the previous chunk's P . V (the same bits). Off by default: on trial (session 16 measured
+// a first version of it slower).
 bool prefill_overlap() {
   static const bool on = [] {
     const char* env = std::getenv("PACELINE_PREFILL_OVERLAP");
-    return env == nullptr || std::string(env) != "0";
+    return env != nullptr && std::string(env) == "1";
   }();
   return on;
 }
