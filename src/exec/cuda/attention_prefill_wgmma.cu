@@ -181,6 +181,39 @@ __device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k
   wgmma::hold(s);
 }
 
+// The warpgroup's q as A fragments in registers (the m16n8k16 A fragment of each warp's 16
+// slots, 16 columns a step: the layout rescale_and_pack gives P), for issue_scores_rs. Read back
+// from the staged q in shared memory, so that they are its bf16 values: an even column and the
+// next share a 4-byte word of a 16-byte chunk. `slot0` is the thread's first slot (row g of its
+// warp's 16), the second is 8 further.
+__device__ __forceinline__ void load_q_fragments(uint32_t (&qa)[kHeadDim / 16][4], uint32_t q_s,
+                                                 int slot0, int tig) {
+#pragma unroll
+  for (int st = 0; st < kHeadDim / 16; ++st) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      // i: bit 0 the slot (g or g + 8), bit 1 the column half (16 st + 2 tig, or 8 further).
+      const uint32_t at =
+          q_s + wgmma::swizzled_offset(kSlots, slot0 + 8 * (i % 2), 2 * st + i / 2) + 4 * tig;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(qa[st][i]) : "r"(at) : "memory");
+    }
+  }
+}
+
+// issue_scores with q from the thread's A fragments (load_q_fragments): K is read from shared
+// memory as before, q (2 of the 6 KB an MMA of the scores reads from shared memory) no more.
+__device__ __forceinline__ void issue_scores_rs(float (&s)[64],
+                                                const uint32_t (&qa)[kHeadDim / 16][4],
+                                                uint32_t k_s) {
+  wgmma::fence();
+#pragma unroll
+  for (int st = 0; st < kHeadDim / 16; ++st) {
+    const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + (st % 4) * 32, 16, 1024);
+    wgmma::mma_rs(s, qa[st], b, st > 0);
+  }
+  wgmma::commit();
+}
+
 // The thread's two query rows: positions, the online softmax's running max and sum.
 struct Rows {
   int pos[2];
@@ -273,10 +306,12 @@ __device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[k
   wgmma::hold(o);
 }
 
-// Keeps P's registers alive (unchanged) up to here: an O += P . V in flight reads them.
-__device__ __forceinline__ void hold_fragments(uint32_t (&p)[kKeys / 16][4]) {
+// Keeps A fragments' registers alive (unchanged) up to here: an MMA in flight reads them (P of
+// O += P . V, or q of issue_scores_rs).
+template <int N>
+__device__ __forceinline__ void hold_fragments(uint32_t (&p)[N][4]) {
 #pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {
+  for (int kk = 0; kk < N; ++kk) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
   }
@@ -497,7 +532,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 // which ptxas allocates by region: without it the consumers spill 32 bytes, with it none, CUDA
 // 13.0). The consumers take turns on the tensor cores for q . K^T (two named barriers passed back
 // and forth, each handed on once the scores are in), so that one's softmax runs while the other's
-// scores are computed.
+// scores are computed. kQRegs: a consumer keeps its q in registers as A fragments and issues the
+// scores with A from registers (issue_scores_rs), the same bits, a third fewer shared-memory
+// bytes read per MMA of the scores, for 32 more registers a thread.
 constexpr int kWsThreads = 128 * 3;
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
 constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
@@ -609,7 +646,7 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
   }
 }
 
-template <bool FP8, bool kOverlap>
+template <bool FP8, bool kOverlap, bool kQRegs>
 __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
@@ -722,6 +759,24 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
   uint32_t p[kKeys / 16][4];
   const uint32_t q_cw = q_s + cw * 64 * 128;
+  // kQRegs: q's A fragments, read once the consumer has its registers (q was published by the
+  // block-wide barrier above).
+  uint32_t qa[kHeadDim / 16][4];
+  if constexpr (kQRegs) load_q_fragments(qa, q_s, cw * 64 + warp * 16 + g, tig);
+  // S = q . K^T against the K tile at k_s, issued and committed (the caller waits, then calls
+  // scores_in), with q from shared memory or, kQRegs, from qa.
+  auto issue_s = [&](uint32_t k_s) {
+    if constexpr (kQRegs) {
+      issue_scores_rs(s, qa, k_s);
+    } else {
+      issue_scores(s, q_cw, k_s);
+    }
+  };
+  // The scores have landed: s, and the fragments they read, are held in place up to here.
+  auto scores_in = [&] {
+    wgmma::hold(s);
+    if constexpr (kQRegs) hold_fragments(qa);
+  };
   const int my_turn = kTurnBarrier + cw;
   const int other_turn = kTurnBarrier + 1 - cw;
   if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
@@ -760,19 +815,19 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if (seen > 0) {
       float alpha[2];
       enter(0, true);
-      issue_scores(s, q_cw, k_base + stage_of(0));
+      issue_s(k_base + stage_of(0));
       pass(0);
       wgmma::wait<0>();
-      wgmma::hold(s);
+      scores_in();
       softmax_scores(s, rows, 0, tig, alpha);
       rescale_and_pack(s, p, o, alpha);
       for (int c = 1; c < seen; ++c) {
         enter(c, true);
-        issue_scores(s, q_cw, k_base + stage_of(c));
+        issue_s(k_base + stage_of(c));
         issue_accumulate(o, p, v_base + stage_of(c - 1));
         pass(c);
         wgmma::wait<1>();  // the scores; P . V may still run
-        wgmma::hold(s);
+        scores_in();
         softmax_scores(s, rows, c * kKeys, tig, alpha);
         wgmma::wait<0>();
         wgmma::hold(o);
@@ -787,7 +842,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   } else {
     for (int c = 0; c < seen; ++c) {
       enter(c, true);
-      scores(s, q_cw, k_base + stage_of(c));
+      issue_s(k_base + stage_of(c));  // scores(), q from either place
+      wgmma::wait<0>();
+      scores_in();
       pass(c);
       softmax(s, p, o, rows, c * kKeys, tig);
       accumulate(o, p, v_base + stage_of(c));
@@ -863,6 +920,30 @@ bool prefill_overlap() {
   return on;
 }
 
+// PACELINE_PREFILL_QREGS=1: the warp-specialized kernel's consumers keep q in registers and
+// compute the scores with A from registers (kQRegs; the same bits). Off by default: on trial.
+bool prefill_qregs() {
+  static const bool on = [] {
+    const char* env = std::getenv("PACELINE_PREFILL_QREGS");
+    return env != nullptr && std::string(env) == "1";
+  }();
+  return on;
+}
+
+// One instantiation of the warp-specialized kernel, its shared-memory limit raised once.
+template <bool FP8, bool kOverlap, bool kQRegs>
+cudaError_t launch_ws(dim3 grid, const float* qkv, const int32_t* tiles, AttentionShape shape,
+                      RowInputs in, LayerCache cache, bf16* out, const CUtensorMap& k_map,
+                      const CUtensorMap& v_map, cudaStream_t stream) {
+  static const cudaError_t attribute = cudaFuncSetAttribute(
+      attention_prefill_ws_kernel<FP8, kOverlap, kQRegs>,
+      cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  if (attribute != cudaSuccess) return attribute;
+  attention_prefill_ws_kernel<FP8, kOverlap, kQRegs><<<grid, kWsThreads, kSmemBytes, stream>>>(
+      qkv, tiles, shape, in, cache, out, k_map, v_map);
+  return cudaGetLastError();
+}
+
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
@@ -874,22 +955,21 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
   // cp.async and widening.
   if ((bulk || FP8) && warp_specialized()) {
-    if (prefill_overlap()) {
-      static const cudaError_t ws_attribute = cudaFuncSetAttribute(
-          attention_prefill_ws_kernel<FP8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          static_cast<int>(kSmemBytes));
-      if (ws_attribute != cudaSuccess) return ws_attribute;
-      attention_prefill_ws_kernel<FP8, true><<<grid, kWsThreads, kSmemBytes, stream>>>(
-          qkv, tiles, shape, in, cache, out, k_map, v_map);
-      return cudaGetLastError();
+    const bool overlap = prefill_overlap(), qregs = prefill_qregs();
+    if (overlap && qregs) {
+      return launch_ws<FP8, true, true>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
+                                        stream);
     }
-    static const cudaError_t ws_attribute = cudaFuncSetAttribute(
-        attention_prefill_ws_kernel<FP8, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(kSmemBytes));
-    if (ws_attribute != cudaSuccess) return ws_attribute;
-    attention_prefill_ws_kernel<FP8, false><<<grid, kWsThreads, kSmemBytes, stream>>>(
-        qkv, tiles, shape, in, cache, out, k_map, v_map);
-    return cudaGetLastError();
+    if (overlap) {
+      return launch_ws<FP8, true, false>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
+                                         stream);
+    }
+    if (qregs) {
+      return launch_ws<FP8, false, true>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
+                                         stream);
+    }
+    return launch_ws<FP8, false, false>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
+                                        stream);
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
       attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
