@@ -181,39 +181,6 @@ __device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k
   wgmma::hold(s);
 }
 
-// The warpgroup's q as A fragments in registers (the m16n8k16 A fragment of each warp's 16
-// slots, 16 columns a step: the layout rescale_and_pack gives P), for issue_scores_rs. Read back
-// from the staged q in shared memory, so that they are its bf16 values: an even column and the
-// next share a 4-byte word of a 16-byte chunk. `slot0` is the thread's first slot (row g of its
-// warp's 16), the second is 8 further.
-__device__ __forceinline__ void load_q_fragments(uint32_t (&qa)[kHeadDim / 16][4], uint32_t q_s,
-                                                 int slot0, int tig) {
-#pragma unroll
-  for (int st = 0; st < kHeadDim / 16; ++st) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      // i: bit 0 the slot (g or g + 8), bit 1 the column half (16 st + 2 tig, or 8 further).
-      const uint32_t at =
-          q_s + wgmma::swizzled_offset(kSlots, slot0 + 8 * (i % 2), 2 * st + i / 2) + 4 * tig;
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(qa[st][i]) : "r"(at) : "memory");
-    }
-  }
-}
-
-// issue_scores with q from the thread's A fragments (load_q_fragments): K is read from shared
-// memory as before, q (2 of the 6 KB an MMA of the scores reads from shared memory) no more.
-__device__ __forceinline__ void issue_scores_rs(float (&s)[64],
-                                                const uint32_t (&qa)[kHeadDim / 16][4],
-                                                uint32_t k_s) {
-  wgmma::fence();
-#pragma unroll
-  for (int st = 0; st < kHeadDim / 16; ++st) {
-    const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + (st % 4) * 32, 16, 1024);
-    wgmma::mma_rs(s, qa[st], b, st > 0);
-  }
-  wgmma::commit();
-}
-
 // The thread's two query rows: positions, the online softmax's running max and sum.
 struct Rows {
   int pos[2];
@@ -222,12 +189,11 @@ struct Rows {
   float l[2] = {0.0f, 0.0f};
 };
 
-// The causal mask (only where the chunk at `base` reaches past one of the thread's queries) and
-// the online softmax per query row (each row's 128 scores lie in the 4 threads of a group): the
-// running max and sum move on, s becomes exp2(s - max), and alpha is what o must be scaled by
-// (rescale_and_pack), which can wait until O += P . V of the previous chunk has landed in o.
-__device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int base, int tig,
-                                               float (&alpha)[2]) {
+// The causal mask (only where the chunk at `base` reaches past one of the thread's queries), the
+// online softmax per query row (each row's 128 scores lie in the 4 threads of a group), o
+// rescaled, and P as bf16 in the A fragments of O += P . V (16 keys a step).
+__device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
+                                        float (&o)[64], Rows& rows, int base, int tig) {
   const bool masked = base + kKeys - 1 > rows.first;
   float chunk_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -246,28 +212,19 @@ __device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int b
     chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
     const float m_new = fmaxf(rows.m[h], chunk_max[h]);
     ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
-    alpha[h] = exp2_approx(rows.m[h] - ref[h]);
+    const float alpha = exp2_approx(rows.m[h] - ref[h]);
     rows.m[h] = m_new;
-    rows.l[h] *= alpha[h];
+    rows.l[h] *= alpha;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      o[4 * j + 2 * h] *= alpha;
+      o[4 * j + 2 * h + 1] *= alpha;
+    }
   }
 #pragma unroll
   for (int i = 0; i < 64; ++i) {
     s[i] = exp2_approx(s[i] - ref[(i % 4) / 2]);
     rows.l[(i % 4) / 2] += s[i];
-  }
-}
-
-// o scaled by the chunk's alpha, and its probabilities as bf16 in the A fragments of
-// O += P . V (16 keys a step).
-__device__ __forceinline__ void rescale_and_pack(const float (&s)[64], uint32_t (&p)[kKeys / 16][4],
-                                                 float (&o)[64], const float (&alpha)[2]) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      o[4 * j + 2 * h] *= alpha[h];
-      o[4 * j + 2 * h + 1] *= alpha[h];
-    }
   }
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
@@ -278,18 +235,10 @@ __device__ __forceinline__ void rescale_and_pack(const float (&s)[64], uint32_t 
   }
 }
 
-// Both halves at once: the two-warpgroup kernel's softmax.
-__device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
-                                        float (&o)[64], Rows& rows, int base, int tig) {
-  float alpha[2];
-  softmax_scores(s, rows, base, tig, alpha);
-  rescale_and_pack(s, p, o, alpha);
-}
-
 // O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the two
 // 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
-__device__ __forceinline__ void issue_accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
-                                                 uint32_t v_s) {
+__device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
+                                           uint32_t v_s) {
   wgmma::hold(o);
   wgmma::fence();
 #pragma unroll
@@ -297,24 +246,8 @@ __device__ __forceinline__ void issue_accumulate(float (&o)[64], const uint32_t 
     wgmma::mma_rs_b_mn_major(o, p[kk], wgmma::descriptor(v_s + kk * 16 * 128, kAtomBytes, 1024));
   }
   wgmma::commit();
-}
-
-__device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
-                                           uint32_t v_s) {
-  issue_accumulate(o, p, v_s);
   wgmma::wait<0>();
   wgmma::hold(o);
-}
-
-// Keeps A fragments' registers alive (unchanged) up to here: an MMA in flight reads them (P of
-// O += P . V, or q of issue_scores_rs).
-template <int N>
-__device__ __forceinline__ void hold_fragments(uint32_t (&p)[N][4]) {
-#pragma unroll
-  for (int kk = 0; kk < N; ++kk) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
-  }
 }
 
 // The tile of rows a block takes: where its q comes from and its output goes.
@@ -532,9 +465,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // which ptxas allocates by region: without it the consumers spill 32 bytes, with it none, CUDA
 // 13.0). The consumers take turns on the tensor cores for q . K^T (two named barriers passed back
 // and forth, each handed on once the scores are in), so that one's softmax runs while the other's
-// scores are computed. kQRegs: a consumer keeps its q in registers as A fragments and issues the
-// scores with A from registers (issue_scores_rs), the same bits, a third fewer shared-memory
-// bytes read per MMA of the scores, for 32 more registers a thread.
+// scores are computed.
 constexpr int kWsThreads = 128 * 3;
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
 constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
@@ -560,15 +491,6 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 }
 __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// bar.arrive where `arrive` holds, predicated rather than branched around (no divergent path
-// for ptxas to see between MMAs in flight).
-__device__ __forceinline__ void named_arrive_if(bool arrive, int id, int threads) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %0, 0;\n@p bar.arrive %1, %2;\n}\n" ::"r"(
-          static_cast<int>(arrive)),
-      "r"(id), "r"(threads)
-      : "memory");
 }
 
 template <int N>
@@ -646,7 +568,7 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
   }
 }
 
-template <bool FP8, bool kOverlap, bool kQRegs>
+template <bool FP8>
 __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
@@ -759,103 +681,39 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
   uint32_t p[kKeys / 16][4];
   const uint32_t q_cw = q_s + cw * 64 * 128;
-  // kQRegs: q's A fragments, read once the consumer has its registers (q was published by the
-  // block-wide barrier above).
-  uint32_t qa[kHeadDim / 16][4];
-  if constexpr (kQRegs) load_q_fragments(qa, q_s, cw * 64 + warp * 16 + g, tig);
-  // S = q . K^T against the K tile at k_s, issued and committed (the caller waits, then calls
-  // scores_in), with q from shared memory or, kQRegs, from qa.
-  auto issue_s = [&](uint32_t k_s) {
-    if constexpr (kQRegs) {
-      issue_scores_rs(s, qa, k_s);
-    } else {
-      issue_scores(s, q_cw, k_s);
-    }
-  };
-  // The scores have landed: s, and the fragments they read, are held in place up to here.
-  auto scores_in = [&] {
-    wgmma::hold(s);
-    if constexpr (kQRegs) hold_fragments(qa);
-  };
   const int my_turn = kTurnBarrier + cw;
   const int other_turn = kTurnBarrier + 1 - cw;
   if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
 
-  // Chunk c's stage is in, its V tail zeroed, and this consumer's turn on the tensor cores has
-  // come. V's rows past the tile's last key hold what the stage held before (or the tail of the
-  // last block): zeros, so that the masked keys multiply finite values. (The FP8 producer wrote
-  // zeros there.)
-  auto enter = [&](int c, bool visible) {
+  for (int c = 0; c < num_chunks; ++c) {
     const int stage = c % kS;
+    const uint32_t here = stage * kTileBytes;
     tma::barrier_wait(full0 + 8 * stage, (c / kS) & 1);
+    const bool visible = c * kKeys <= cw_last;
+    // V's rows past the tile's last key hold what the stage held before (or the tail of the
+    // last block): zeros, so that the masked keys multiply finite values. (The FP8 producer
+    // wrote zeros there.)
     const int tail = src.last_pos + 1 - c * kKeys;
     if (!FP8 && visible && tail < kKeys) {
       for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
-        st_shared16(v_base + stage * kTileBytes +
-                        wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
+        st_shared16(v_base + here + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
                     make_uint4(0, 0, 0, 0));
       }
       wgmma::fence_shared_for_async();
       named_sync(kZeroBarrier + cw, 128);
     }
+    // The last turn is not passed on: the other consumer has no more chunks to take it for.
+    const bool pass = cw == 0 || c + 1 < num_chunks;
     named_sync(my_turn, 256);
-  };
-  // The turn goes to the other consumer, except the last: it has no more chunks to take it for.
-  auto pass = [&](int c) { named_arrive_if(cw == 0 || c + 1 < num_chunks, other_turn, 256); };
-  auto stage_of = [](int c) { return static_cast<uint32_t>(c % kS) * kTileBytes; };
-
-  // The chunks this consumer's queries see: [0, seen).
-  const int seen = cw_last < 0 ? 0 : min(num_chunks, cw_last / kKeys + 1);
-  if constexpr (kOverlap) {
-    // A turn issues chunk c's scores and then chunk c - 1's O += P . V; chunk c's softmax runs
-    // while that P . V (and the other consumer's MMAs) are on the tensor cores, and o is
-    // rescaled and P packed once P . V has landed. The operations on o come in the order of the
-    // plain loop below (rescale by chunk c's alpha, then add chunk c's P . V), so the results
-    // are its bits. The loop has no branch around an MMA in flight (ptxas would serialize them).
-    if (seen > 0) {
-      float alpha[2];
-      enter(0, true);
-      issue_s(k_base + stage_of(0));
-      pass(0);
-      wgmma::wait<0>();
-      scores_in();
-      softmax_scores(s, rows, 0, tig, alpha);
-      rescale_and_pack(s, p, o, alpha);
-      for (int c = 1; c < seen; ++c) {
-        enter(c, true);
-        issue_s(k_base + stage_of(c));
-        issue_accumulate(o, p, v_base + stage_of(c - 1));
-        pass(c);
-        wgmma::wait<1>();  // the scores; P . V may still run
-        scores_in();
-        softmax_scores(s, rows, c * kKeys, tig, alpha);
-        wgmma::wait<0>();
-        wgmma::hold(o);
-        hold_fragments(p);
-        barrier_arrive(empty0 + 8 * ((c - 1) % kS));
-        rescale_and_pack(s, p, o, alpha);
-      }
-      accumulate(o, p, v_base + stage_of(seen - 1));
-      hold_fragments(p);
-      barrier_arrive(empty0 + 8 * ((seen - 1) % kS));
-    }
-  } else {
-    for (int c = 0; c < seen; ++c) {
-      enter(c, true);
-      issue_s(k_base + stage_of(c));  // scores(), q from either place
-      wgmma::wait<0>();
-      scores_in();
-      pass(c);
+    if (visible) {
+      scores(s, q_cw, k_base + here);
+      if (pass) named_arrive(other_turn, 256);
       softmax(s, p, o, rows, c * kKeys, tig);
-      accumulate(o, p, v_base + stage_of(c));
-      barrier_arrive(empty0 + 8 * (c % kS));
+      accumulate(o, p, v_base + here);
+    } else if (pass) {
+      named_arrive(other_turn, 256);
     }
-  }
-  // The chunks past this consumer's queries: only the turns and the stages go round.
-  for (int c = seen; c < num_chunks; ++c) {
-    enter(c, false);
-    pass(c);
-    barrier_arrive(empty0 + 8 * (c % kS));
+    barrier_arrive(empty0 + 8 * stage);
   }
 
   write_rows(o, rows, t, out, cw, warp, g, tig);
@@ -909,41 +767,6 @@ bool warp_specialized() {
   return ws;
 }
 
-// PACELINE_PREFILL_OVERLAP=1: the warp-specialized kernel's consumers overlap a chunk's softmax
-// with the previous chunk's P . V (the same bits). Off by default: on trial (session 16 measured
-// a first version of it slower).
-bool prefill_overlap() {
-  static const bool on = [] {
-    const char* env = std::getenv("PACELINE_PREFILL_OVERLAP");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return on;
-}
-
-// PACELINE_PREFILL_QREGS=1: the warp-specialized kernel's consumers keep q in registers and
-// compute the scores with A from registers (kQRegs; the same bits). Off by default: on trial.
-bool prefill_qregs() {
-  static const bool on = [] {
-    const char* env = std::getenv("PACELINE_PREFILL_QREGS");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return on;
-}
-
-// One instantiation of the warp-specialized kernel, its shared-memory limit raised once.
-template <bool FP8, bool kOverlap, bool kQRegs>
-cudaError_t launch_ws(dim3 grid, const float* qkv, const int32_t* tiles, AttentionShape shape,
-                      RowInputs in, LayerCache cache, bf16* out, const CUtensorMap& k_map,
-                      const CUtensorMap& v_map, cudaStream_t stream) {
-  static const cudaError_t attribute = cudaFuncSetAttribute(
-      attention_prefill_ws_kernel<FP8, kOverlap, kQRegs>,
-      cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
-  if (attribute != cudaSuccess) return attribute;
-  attention_prefill_ws_kernel<FP8, kOverlap, kQRegs><<<grid, kWsThreads, kSmemBytes, stream>>>(
-      qkv, tiles, shape, in, cache, out, k_map, v_map);
-  return cudaGetLastError();
-}
-
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
@@ -955,21 +778,13 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
   // cp.async and widening.
   if ((bulk || FP8) && warp_specialized()) {
-    const bool overlap = prefill_overlap(), qregs = prefill_qregs();
-    if (overlap && qregs) {
-      return launch_ws<FP8, true, true>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
-                                        stream);
-    }
-    if (overlap) {
-      return launch_ws<FP8, true, false>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
-                                         stream);
-    }
-    if (qregs) {
-      return launch_ws<FP8, false, true>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
-                                         stream);
-    }
-    return launch_ws<FP8, false, false>(grid, qkv, tiles, shape, in, cache, out, k_map, v_map,
-                                        stream);
+    static const cudaError_t ws_attribute = cudaFuncSetAttribute(
+        attention_prefill_ws_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(kSmemBytes));
+    if (ws_attribute != cudaSuccess) return ws_attribute;
+    attention_prefill_ws_kernel<FP8><<<grid, kWsThreads, kSmemBytes, stream>>>(
+        qkv, tiles, shape, in, cache, out, k_map, v_map);
+    return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
       attention_prefill_wgmma_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
