@@ -1,8 +1,10 @@
 // The CUDA executor's host KV tier: a prompt's blocks stored to pinned host memory, their GPU
 // blocks overwritten by another prompt in the same step, then loaded back into other GPU blocks,
 // must decode exactly as if the KV had never moved (the copies are byte copies of bf16 KV and
-// the kernels are batch invariant), eagerly and through a CUDA graph. A decode over the
-// overwritten blocks, without the load, must differ: the comparison can see a missing copy.
+// the kernels are batch invariant), eagerly and through a CUDA graph, and over two
+// tensor-parallel ranks on one GPU (each rank copies its KV heads' part of every block; eager).
+// A decode over the overwritten blocks, without the load, must differ: the comparison can see a
+// missing copy.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +17,10 @@
 #include "../cpu_forward/test_model.h"
 #include "base/error.h"
 #include "cuda_test_util.h"
+#include "host_collectives.h"
 #include "exec/kv_load_faults.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 
 #if PACELINE_HAVE_CUDA
@@ -36,7 +40,13 @@ std::vector<int32_t> tokens(int64_t n, int32_t first, int32_t vocab) {
   return t;
 }
 
-class CudaHostTier : public ::testing::TestWithParam<bool> {
+// How the executors of a test run: through CUDA graphs or eagerly, over one rank or two.
+struct Mode {
+  bool graphs;
+  int ranks;
+};
+
+class CudaHostTier : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
     PACELINE_REQUIRE_GPU();
@@ -46,13 +56,24 @@ class CudaHostTier : public ::testing::TestWithParam<bool> {
     weights_ = load_safetensors_weights(folder.string(), config_);
   }
 
+  bool graphs() const { return GetParam().graphs; }
+
   CudaExecutorOptions options(bool host_tier) const {
+    const int ranks = GetParam().ranks;
+    const ModelConfig rank_config =
+        rank_model_config(config_, tensor_parallel_shape(config_, ranks));
     CudaExecutorOptions o;
     o.block_size = kBlockSize;
-    o.kv_cache_bytes = kGpuBlocks * kBlockSize * config_.kv_bytes_per_token(2);
+    o.kv_cache_bytes = kGpuBlocks * kBlockSize * rank_config.kv_bytes_per_token(2);
     o.max_num_batched_tokens = 1024;
-    if (GetParam()) o.cudagraph_sizes = {1, 2, 4};
+    if (graphs()) o.cudagraph_sizes = {1, 2, 4};
+    // The size summed over the ranks (vLLM's --kv-offloading-size): the whole model's blocks.
     if (host_tier) o.host_kv_bytes = kHostBlocks * kBlockSize * config_.kv_bytes_per_token(2);
+    if (ranks > 1) {
+      o.tensor_parallel_size = ranks;
+      o.devices.assign(static_cast<size_t>(ranks), 0);
+      o.rank_collectives = testing::host_rank_collectives(ranks);
+    }
     return o;
   }
 
@@ -62,7 +83,7 @@ class CudaHostTier : public ::testing::TestWithParam<bool> {
     p.kind = ForwardKind::kDecode;
     p.seqs.push_back(make_seq(1, {token}, position, table, 1));
     p.seqs.back().sampling.temperature = 0.0;
-    p.padded_batch_size = GetParam() ? 1 : 0;
+    p.padded_batch_size = graphs() ? 1 : 0;
     return p;
   }
 
@@ -86,7 +107,7 @@ TEST_P(CudaHostTier, StoredOverwrittenAndLoadedBlocksDecodeAsIfNeverMoved) {
   const int32_t next = ref.execute(prefill).seqs.at(0).tokens.at(0);
   ref.execute(decode(next, 45, first_table));
   const std::vector<float> expected = ref.last_logits();
-  EXPECT_EQ(ref.last_step_used_graph(), GetParam());
+  EXPECT_EQ(ref.last_step_used_graph(), graphs());
 
   CudaExecutor gpu(config_, *weights_, options(true));
   ASSERT_EQ(gpu.capabilities().num_host_kv_blocks, kHostBlocks);
@@ -108,7 +129,7 @@ TEST_P(CudaHostTier, StoredOverwrittenAndLoadedBlocksDecodeAsIfNeverMoved) {
   StepPlan reload = decode(next, 45, moved_table);
   reload.kv_transfers.loads = {{7, 5}, {9, 2}, {4, 6}};
   gpu.execute(reload);
-  EXPECT_EQ(gpu.last_step_used_graph(), GetParam());
+  EXPECT_EQ(gpu.last_step_used_graph(), graphs());
   EXPECT_EQ(gpu.last_logits(), expected);
 }
 
@@ -150,7 +171,7 @@ TEST_P(CudaHostTier, ALoadTheRuntimeRefusesIsReportedAndNoForwardRuns) {
   retry.kv_transfers.loads = {{4, 6}};  // the 4th load: it lands
   const StepResult ok = gpu.execute(retry);
   EXPECT_TRUE(ok.failed_loads.empty());
-  EXPECT_EQ(gpu.last_step_used_graph(), GetParam());
+  EXPECT_EQ(gpu.last_step_used_graph(), graphs());
   EXPECT_EQ(gpu.last_logits(), expected);
 }
 
@@ -165,9 +186,11 @@ TEST_P(CudaHostTier, CopiesOutsideThePoolsAreRefused) {
   EXPECT_THROW(no_tier.execute(q), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(EagerAndGraphs, CudaHostTier, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return i.param ? std::string("Graphs") : std::string("Eager");
+INSTANTIATE_TEST_SUITE_P(EagerGraphsAndRanks, CudaHostTier,
+                         ::testing::Values(Mode{false, 1}, Mode{true, 1}, Mode{false, 2}),
+                         [](const ::testing::TestParamInfo<Mode>& i) {
+                           if (i.param.ranks > 1) return std::string("TwoRanksEager");
+                           return i.param.graphs ? std::string("Graphs") : std::string("Eager");
                          });
 
 }  // namespace

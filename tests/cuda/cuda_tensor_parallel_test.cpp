@@ -7,7 +7,6 @@
 // model by model and through a CudaExecutor of two ranks (rank 0 on the caller's thread, rank 1
 // on its worker).
 #include <algorithm>
-#include <barrier>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "../cpu_forward/hf_fixture.h"
 #include "../cpu_forward/test_model.h"
 #include "cuda_test_util.h"
+#include "host_collectives.h"
 
 #if PACELINE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -39,71 +39,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::BlockPool;
+using testing::HostCollectives;
 
 constexpr int64_t kBlockSize = 16;
-
-// The ranks' collectives on one device: each call waits for its stream, meets the other ranks,
-// and reads their buffers; sums are taken on the host in rank order (the same bits on every
-// rank, as NCCL's). Eager steps only: nothing here can be captured in a graph.
-class HostCollectives {
- public:
-  explicit HostCollectives(int ranks)
-      : ranks_(ranks), meet_(ranks), buffers_(static_cast<size_t>(ranks)) {}
-
-  class Rank final : public cuda::RankCollectives {
-   public:
-    Rank(HostCollectives& all, int rank) : all_(all), rank_(rank) {}
-    int rank() const override { return rank_; }
-    int ranks() const override { return all_.ranks_; }
-    void all_reduce_sum_f32(float* buffer, size_t count, cudaStream_t stream) override {
-      all_.reduce(rank_, buffer, count, stream);
-    }
-    void all_gather_f32(const float* send, float* recv, size_t count,
-                        cudaStream_t stream) override {
-      all_.gather(rank_, send, recv, count, stream);
-    }
-
-   private:
-    HostCollectives& all_;
-    int rank_;
-  };
-
- private:
-  void reduce(int rank, float* buffer, size_t count, cudaStream_t stream) {
-    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    buffers_[static_cast<size_t>(rank)] = buffer;
-    meet_.arrive_and_wait();  // every rank's partial is in place
-    std::vector<float> sum(count), part(count);
-    for (int r = 0; r < ranks_; ++r) {
-      PACELINE_CUDA_CHECK(cudaMemcpy(r == 0 ? sum.data() : part.data(),
-                                     buffers_[static_cast<size_t>(r)], count * sizeof(float),
-                                     cudaMemcpyDeviceToHost));
-      if (r > 0) {
-        for (size_t i = 0; i < count; ++i) sum[i] += part[i];
-      }
-    }
-    meet_.arrive_and_wait();  // every rank has read every partial
-    PACELINE_CUDA_CHECK(
-        cudaMemcpy(buffer, sum.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-  }
-
-  void gather(int rank, const float* send, float* recv, size_t count, cudaStream_t stream) {
-    PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
-    buffers_[static_cast<size_t>(rank)] = const_cast<float*>(send);
-    meet_.arrive_and_wait();
-    for (int r = 0; r < ranks_; ++r) {
-      float* dst = recv + static_cast<size_t>(r) * count;
-      if (dst == buffers_[static_cast<size_t>(r)]) continue;  // in place: already there
-      PACELINE_CUDA_CHECK(cudaMemcpy(dst, buffers_[static_cast<size_t>(r)], count * sizeof(float),
-                                     cudaMemcpyDeviceToDevice));
-    }
-    meet_.arrive_and_wait();  // nobody overwrites a slice another rank still reads
-  }
-
-  int ranks_;
-  std::barrier<> meet_;
-  std::vector<float*> buffers_;
-};
 
 // One rank: its stream, model, KV cache, inputs and activations.
 struct RankForward {

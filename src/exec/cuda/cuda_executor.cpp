@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <cstring>
 #include <span>
 
@@ -85,11 +86,6 @@ struct TensorParallelRanks {
            world, o.device, devices.size());
     }
     if (world == 1) return;
-    if (o.host_kv_bytes > 0) {
-      fail("--kv-offloading-size with --tensor-parallel-size {}: the host KV tier of several "
-           "ranks is not built",
-           world);
-    }
     if (o.rank_collectives) {
       for (int r = 0; r < world; ++r) {
         collectives.push_back(o.rank_collectives(r));
@@ -165,6 +161,9 @@ struct CudaExecutor::Impl {
   std::vector<LogprobRow> enqueue_logprobs(const StepPlan& plan, int64_t vocab);
   // A step whose loads failed: the copies that were enqueued finish, and no forward runs.
   StepResult without_forward(const StepPlan& plan, std::vector<BlockCopy> failed);
+  // The plan's KV copies on every rank's stream, ahead of its forward; the loads refused on any
+  // rank (a failed load fails the step on all of them: no rank runs the forward).
+  std::vector<BlockCopy> transfer_kv(const KvTransfers& t);
   // FP8 cache: the clamp counter's value after each step (read with the step's tokens), and
   // its value before the step, so that a step reports what it clamped.
   PinnedBuffer host_fp8_clamped;
@@ -280,16 +279,21 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
 
   const KvCacheShape kv = m.model.kv_cache_shape();
   if (options.host_kv_bytes > 0) {
-    const int64_t host_blocks = options.host_kv_bytes / m.model.kv_bytes_per_block();
+    // vLLM's --kv-offloading-size: the size summed over the ranks, each holding its KV heads'
+    // part of every host block (a rank's block is 1 / world of the model's).
+    const int64_t block_bytes = m.model.kv_bytes_per_block() * world;
+    const int64_t host_blocks = options.host_kv_bytes / block_bytes;
     if (host_blocks < 1) {
-      fail("--kv-offloading-size: {} bytes hold no KV block of {} bytes", options.host_kv_bytes,
-           m.model.kv_bytes_per_block());
+      fail("--kv-offloading-size: {} bytes hold no KV block of {} bytes{}", options.host_kv_bytes,
+           block_bytes, world > 1 ? fmt::format(" ({} ranks' parts)", world) : std::string());
     }
     const auto t0 = std::chrono::steady_clock::now();
     m.host_tier = std::make_unique<HostKvTier>(host_blocks, m.model.kv_block_layout());
+    for (auto& w : m.workers) w->create_host_tier(host_blocks);
     m.faults = KvLoadFaults::from_env();
-    spdlog::info("cuda: host KV tier of {} blocks ({:.2f} GiB pinned) in {:.2f} s", host_blocks,
-                 static_cast<double>(host_blocks * m.model.kv_bytes_per_block()) / (1 << 30),
+    spdlog::info("cuda: host KV tier of {} blocks ({:.2f} GiB pinned{}) in {:.2f} s", host_blocks,
+                 static_cast<double>(host_blocks * block_bytes) / (1 << 30),
+                 world > 1 ? fmt::format(" over {} ranks", world) : std::string(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   m.limits.vocab_size = config.vocab_size;
@@ -341,25 +345,6 @@ double CudaExecutor::last_gpu_ms() const { return impl_->last_gpu_ms; }
 
 namespace {
 
-// The plan's copies, on the step's stream ahead of its forward: stores first (they read blocks
-// the forward may overwrite), then loads (the forward reads them). Returns the loads the runtime
-// refused; the forward must then not run (StepResult::failed_loads).
-std::vector<BlockCopy> enqueue_kv_transfers(HostKvTier* tier, KvLoadFaults& faults,
-                                            const KvTransfers& t, cudaStream_t stream) {
-  std::vector<BlockCopy> failed;
-  if (t.empty()) return failed;
-  if (tier == nullptr) fail("step plans copies to a host KV tier this executor does not have");
-  for (const BlockCopy& c : t.stores) tier->store(c.gpu_block, c.host_block, stream);
-  for (const BlockCopy& c : t.loads) {
-    const cudaError_t e = tier->load(c.host_block, c.gpu_block, stream, faults.next_load_fails());
-    if (e == cudaSuccess) continue;
-    spdlog::warn("cuda: loading host KV block {} into block {} failed: {}", c.host_block,
-                 c.gpu_block, cudaGetErrorString(e));
-    failed.push_back(c);
-  }
-  return failed;
-}
-
 RowLogprobs to_row_logprobs(const LogprobResult& r, int32_t num_top, int64_t vocab) {
   RowLogprobs out;
   out.chosen = {r.token, r.logprob};
@@ -407,6 +392,31 @@ std::vector<LogprobRow> CudaExecutor::Impl::enqueue_logprobs(const StepPlan& pla
   return rows;
 }
 
+std::vector<BlockCopy> CudaExecutor::Impl::transfer_kv(const KvTransfers& t) {
+  if (t.empty()) return {};
+  for (auto& w : workers) w->start_kv_transfers(t);
+  std::vector<BlockCopy> failed;
+  std::exception_ptr error;
+  try {
+    failed = enqueue_kv_transfers(host_tier.get(), &faults, t, stream);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (auto& w : workers) {
+    try {
+      w->wait();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+      continue;
+    }
+    for (const BlockCopy& c : w->kv_transfers_failed()) {
+      if (std::find(failed.begin(), failed.end(), c) == failed.end()) failed.push_back(c);
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return failed;
+}
+
 StepResult CudaExecutor::Impl::without_forward(const StepPlan& plan,
                                                std::vector<BlockCopy> failed) {
   PACELINE_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -426,8 +436,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   if (m.last_used_graph) {
     HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
-    std::vector<BlockCopy> failed =
-        enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
+    std::vector<BlockCopy> failed = m.transfer_kv(plan.kv_transfers);
     if (!failed.empty()) return m.without_forward(plan, std::move(failed));
     m.graphs->replay(h, plan.padded_batch_size);
     m.last_acts = &m.graphs->activations();
@@ -439,8 +448,7 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                          static_cast<int64_t>(h.decode_rows.size()), std::max(1, num_logits),
                          m.model.decode_splits().max_splits, m.ranks.shape.world);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
-    std::vector<BlockCopy> failed =
-        enqueue_kv_transfers(m.host_tier.get(), m.faults, plan.kv_transfers, m.stream);
+    std::vector<BlockCopy> failed = m.transfer_kv(plan.kv_transfers);
     if (!failed.empty()) return m.without_forward(plan, std::move(failed));
     StepCounts counts{h.rows(), num_logits, static_cast<int>(h.decode_rows.size()),
                       h.num_tiles()};

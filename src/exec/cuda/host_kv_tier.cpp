@@ -1,5 +1,7 @@
 #include "exec/cuda/host_kv_tier.h"
 
+#include <spdlog/spdlog.h>
+
 #include "base/error.h"
 #include "exec/cuda/cuda_check.h"
 
@@ -56,6 +58,23 @@ cudaError_t HostKvTier::load(int32_t host_block, int32_t gpu_block, cudaStream_t
       static_cast<size_t>(gpu_.planes), cudaMemcpyHostToDevice, stream);
   if (e != cudaSuccess) cudaGetLastError();  // not sticky: the next call must not see it
   return e;
+}
+
+std::vector<BlockCopy> enqueue_kv_transfers(HostKvTier* tier, KvLoadFaults* faults,
+                                            const KvTransfers& t, cudaStream_t stream) {
+  std::vector<BlockCopy> failed;
+  if (t.empty()) return failed;
+  if (tier == nullptr) fail("step plans copies to a host KV tier this executor does not have");
+  for (const BlockCopy& c : t.stores) tier->store(c.gpu_block, c.host_block, stream);
+  for (const BlockCopy& c : t.loads) {
+    const bool inject = faults != nullptr && faults->next_load_fails();
+    const cudaError_t e = tier->load(c.host_block, c.gpu_block, stream, inject);
+    if (e == cudaSuccess) continue;
+    spdlog::warn("cuda: loading host KV block {} into block {} failed: {}", c.host_block,
+                 c.gpu_block, cudaGetErrorString(e));
+    failed.push_back(c);
+  }
+  return failed;
 }
 
 }  // namespace paceline::cuda

@@ -9,8 +9,12 @@
 // so a separate copy stream could not overlap them with the step that needs them anyway.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
+
+#include "exec/kv_load_faults.h"
+#include "kv/kv_manager.h"
 
 namespace paceline::cuda {
 
@@ -50,5 +54,13 @@ class HostKvTier {
   int64_t num_blocks_ = 0;
   char* host_ = nullptr;
 };
+
+// A step plan's copies on `stream`, ahead of the forward enqueued after them: stores first (they
+// read blocks the forward may overwrite), then loads (the forward reads them). Returns the loads
+// the runtime refused (the forward must then not run: StepResult::failed_loads); `faults` (may be
+// null) is the failpoint's count. Throws paceline::Error for copies without a tier or outside
+// its pools. A tensor-parallel rank runs it on its own tier (its KV heads) and stream.
+std::vector<BlockCopy> enqueue_kv_transfers(HostKvTier* tier, KvLoadFaults* faults,
+                                            const KvTransfers& t, cudaStream_t stream);
 
 }  // namespace paceline::cuda

@@ -29,6 +29,8 @@ RankWorker::~RankWorker() {
   int previous = 0;
   const bool known = cudaGetDevice(&previous) == cudaSuccess;
   cudaSetDevice(device_);
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // no copy left reading the host tier
+  host_tier_.reset();
   model_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (known) cudaSetDevice(previous);
@@ -45,6 +47,17 @@ void RankWorker::configure(bool small_m_gemm, PrefillPrecision precision) {
 void RankWorker::allocate_kv_cache(KvCacheShape shape, bool fp8) {
   post([=, this] { model_->allocate_kv_cache(shape, fp8); });
   wait();
+}
+
+void RankWorker::create_host_tier(int64_t blocks) {
+  post([=, this] { host_tier_ = std::make_unique<HostKvTier>(blocks, model_->kv_block_layout()); });
+  wait();
+}
+
+void RankWorker::start_kv_transfers(const KvTransfers& transfers) {
+  post([&transfers, this] {
+    failed_loads_ = enqueue_kv_transfers(host_tier_.get(), nullptr, transfers, stream_);
+  });
 }
 
 void RankWorker::start_forward(const HostStep& step, const StepCounts& counts) {

@@ -16,6 +16,7 @@
 
 #include "exec/cuda/activations.h"
 #include "exec/cuda/cuda_model.h"
+#include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/rank_collectives.h"
 #include "exec/cuda/step_inputs.h"
 #include "model/config.h"
@@ -37,6 +38,15 @@ class RankWorker {
   // Setup, run on the worker's thread and waited for.
   void configure(bool small_m_gemm, PrefillPrecision precision);
   void allocate_kv_cache(KvCacheShape shape, bool fp8);
+  // The rank's host KV tier (--kv-offloading-size): `blocks` host blocks of its KV heads, pinned
+  // from its thread; throws what pinning threw.
+  void create_host_tier(int64_t blocks);
+
+  // Starts a step's KV copies on the rank's stream (ahead of the forward started next): the
+  // rank's blocks of the same block numbers as rank 0's. `transfers` must live until wait();
+  // kv_transfers_failed() then holds the loads the runtime refused.
+  void start_kv_transfers(const KvTransfers& transfers);
+  std::vector<BlockCopy> kv_transfers_failed() { return std::move(failed_loads_); }
 
   // Starts the step's forward: the rank's inputs are uploaded from `step` (which must live until
   // wait()) and its forward enqueued on its stream, with activations for `logit_rows`.
@@ -55,6 +65,8 @@ class RankWorker {
   std::unique_ptr<CudaModel> model_;
   StepBuffers inputs_;
   Activations acts_;
+  std::unique_ptr<HostKvTier> host_tier_;
+  std::vector<BlockCopy> failed_loads_;
 
   std::mutex mu_;
   std::condition_variable cv_;
