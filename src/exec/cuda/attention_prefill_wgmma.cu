@@ -163,13 +163,17 @@ __device__ __forceinline__ float exp2_approx(float x) {
 // S = q . K^T of the warpgroup's 64 slots and a chunk's 128 keys, over head_dim in 8 steps of
 // 16: 32 bytes further along a swizzled row each step, the next atom after four. Issued and
 // committed; the caller waits (scores() below, or after handing the tensor cores on).
+// The descriptors are encoded once a call, and each step's adds its byte offset / 16 (the start
+// address field: shared memory stays below 256 KB, so no carry leaves it).
 __device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
+  const uint64_t a0 = wgmma::descriptor(q_wg, 16, 1024);
+  const uint64_t b0 = wgmma::descriptor(k_s, 16, 1024);
   wgmma::fence();
 #pragma unroll
   for (int st = 0; st < kHeadDim / 16; ++st) {
     const uint32_t col = (st % 4) * 32;
-    const uint64_t a = wgmma::descriptor(q_wg + (st / 4) * kSlots * 128 + col, 16, 1024);
-    const uint64_t b = wgmma::descriptor(k_s + (st / 4) * kAtomBytes + col, 16, 1024);
+    const uint64_t a = a0 + (((st / 4) * kSlots * 128 + col) >> 4);
+    const uint64_t b = b0 + (((st / 4) * kAtomBytes + col) >> 4);
     wgmma::mma_ss(s, a, b, st > 0);
   }
   wgmma::commit();
@@ -189,17 +193,17 @@ struct Rows {
   float l[2] = {0.0f, 0.0f};
 };
 
-// The causal mask (only where the chunk at `base` reaches past one of the thread's queries), the
+// The causal mask (MASKED: the chunk at `base` reaches past one of the warp's queries), the
 // online softmax per query row (each row's 128 scores lie in the 4 threads of a group), o
 // rescaled, and P as bf16 in the A fragments of O += P . V (16 keys a step).
-__device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
-                                        float (&o)[64], Rows& rows, int base, int tig) {
-  const bool masked = base + kKeys - 1 > rows.first;
+template <bool MASKED>
+__device__ __forceinline__ void softmax_chunk(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
+                                              float (&o)[64], Rows& rows, int base, int tig) {
   float chunk_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int i = 0; i < 64; ++i) {
     const int h = (i % 4) / 2;
-    if (masked) {
+    if constexpr (MASKED) {
       const int key = base + (i / 4) * 8 + tig * 2 + (i % 2);
       if (key > rows.pos[h]) s[i] = -INFINITY;
     }
@@ -235,15 +239,36 @@ __device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16
   }
 }
 
+// The mask costs a compare and a select a score, so the chunks that need none (all but a tile's
+// last one or two) go without: the warp's smallest position decides for all its threads, so
+// that the shuffles inside run in step. The same arithmetic either way: a key the mask would
+// drop is one no query of the warp can see, and there is none in an unmasked chunk.
+__device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
+                                        float (&o)[64], Rows& rows, int base, int tig,
+                                        int warp_first) {
+  if (base + kKeys - 1 > warp_first) {
+    softmax_chunk<true>(s, p, o, rows, base, tig);
+  } else {
+    softmax_chunk<false>(s, p, o, rows, base, tig);
+  }
+}
+
+// The smallest query position of the warp's rows (-1 where a row is past the tile: such a warp
+// masks every chunk, as its rows see nothing).
+__device__ __forceinline__ int warp_first_position(const Rows& rows) {
+  return __reduce_min_sync(0xffffffffu, rows.first);
+}
+
 // O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the two
 // 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
 __device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
                                            uint32_t v_s) {
+  const uint64_t b0 = wgmma::descriptor(v_s, kAtomBytes, 1024);
   wgmma::hold(o);
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
-    wgmma::mma_rs_b_mn_major(o, p[kk], wgmma::descriptor(v_s + kk * 16 * 128, kAtomBytes, 1024));
+    wgmma::mma_rs_b_mn_major(o, p[kk], b0 + ((kk * 16 * 128) >> 4));
   }
   wgmma::commit();
   wgmma::wait<0>();
@@ -410,6 +435,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   stage_q(q_s, qkv, t, kThreads);
   Rows rows = slot_rows(t, in, wg, warp, g);
   const int wg_last = last_position(t, in, wg);
+  const int warp_first = warp_first_position(rows);
 
   float o[64], s[64];
 #pragma unroll
@@ -436,12 +462,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (wg == 0) {
       if (visible) {
         scores(s, q_wg, k_base + here);
-        softmax(s, p, o, rows, n * kKeys, tig);
+        softmax(s, p, o, rows, n * kKeys, tig, warp_first);
         accumulate(o, p, v_base + here);
       }
     } else {
       if (scored) {
-        softmax(s, p, o, rows, (n - 1) * kKeys, tig);
+        softmax(s, p, o, rows, (n - 1) * kKeys, tig, warp_first);
         accumulate(o, p, v_base + (n + kStages - 1) % kStages * kTileBytes);
       }
       scored = visible;
@@ -750,6 +776,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int tig = lane % 4;
   Rows rows = slot_rows(t, in, cw, warp, g);
   const int cw_last = last_position(t, in, cw);
+  const int warp_first = warp_first_position(rows);
   float o[64], s[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
@@ -782,7 +809,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if (visible) {
       scores(s, q_cw, k_base + here);
       if (pass) named_arrive(other_turn, 256);
-      softmax(s, p, o, rows, c * kKeys, tig);
+      softmax(s, p, o, rows, c * kKeys, tig, warp_first);
       accumulate(o, p, v_base + here);
     } else if (pass) {
       named_arrive(other_turn, 256);
