@@ -533,43 +533,6 @@ __device__ __forceinline__ uint2 ld_shared8(uint32_t src) {
   return v;
 }
 
-// ---- Pairs of blocks (trial, PACELINE_PREFILL_PAIR=1): two blocks of a cluster take adjacent
-// tiles of one sequence and KV head, which read the same chunks; each block's producer copies half
-// of every chunk (K or V) into both blocks' shared memory (multicast), so the chunks cross from
-// L2 once for two tiles. A stage is refilled once the consumers of both blocks released it (the
-// "empty" barriers count both blocks' consumers); both blocks walk the chunks of the later tile.
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of both blocks; orders shared memory (barrier inits, q) for the other block too.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile(
-      "barrier.cluster.arrive.release;\n"
-      "barrier.cluster.wait.acquire;\n" ::
-          : "memory");
-}
-// One arrival on the barrier at the same offset in the other block of the cluster.
-__device__ __forceinline__ void barrier_arrive_peer(uint32_t bar, uint32_t peer) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-      "r"(peer)
-      : "memory");
-}
-// tma::load_2d into the same offset of every block in `mask`, counted on each one's barrier at
-// bar's offset.
-__device__ __forceinline__ void load_2d_multicast(uint32_t dst, const CUtensorMap* map, int x,
-                                                  int y, uint32_t bar, uint16_t mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask)
-      : "memory");
-}
-
 // The FP8 producer (the 128 threads of warpgroup 0): chunk c's e4m3 bytes of the tile's KV head,
 // keys up to last_pos, by cp.async into a staging buffer (rows of 128 bytes), one group. A thread
 // copies piece pt % 8 (16 bytes) of keys pt / 8 + 16 n in both planes; four keys' block numbers
@@ -631,13 +594,12 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
   }
 }
 
-template <bool FP8, bool PAIR = false>
+template <bool FP8>
 __global__ void __launch_bounds__(kWsThreads, 1)
-    attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, int num_tiles,
-                                AttentionShape shape, RowInputs in, LayerCache cache, bf16* out,
+    attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
+                                RowInputs in, LayerCache cache, bf16* out,
                                 const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map) {
-  static_assert(!(FP8 && PAIR), "pairs take a bf16 cache by bulk copies");
   constexpr int kS = ws_stages<FP8>();
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kS];   // a stage's bytes landed
@@ -650,13 +612,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t staging = v_base + kS * kTileBytes;  // FP8: buffer b's K at + 2 b kTile8Bytes
 
   const int tile = gridDim.x - 1 - blockIdx.x;  // the longest tiles first, as above
-  // PAIR: the grid is rounded up to whole pairs; a block past the tiles has nothing to do but
-  // meet its partner at the two cluster barriers.
-  if (PAIR && tile >= num_tiles) {
-    cluster_sync();
-    cluster_sync();
-    return;
-  }
   const int seq = tiles[tile * 3];
   const int first_row = tiles[tile * 3 + 1];
   const int tile_rows = tiles[tile * 3 + 2];
@@ -673,40 +628,20 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                         kv_size,
                         kv_head,
                         in.positions[first_row + tile_rows - 1]};
-  // PAIR: whether the partner block's tile is of the same sequence (then both load up to the
-  // later tile's last key, half each, into both blocks), and which block of the cluster this is.
-  bool paired = false;
-  uint32_t rank = 0;
-  int last_load = src.last_pos;
-  if constexpr (PAIR) {
-    rank = cluster_rank();
-    const int peer_tile = gridDim.x - 1 - (blockIdx.x ^ 1);
-    if (peer_tile < num_tiles && tiles[peer_tile * 3] == seq) {
-      paired = true;
-      const int peer_last =
-          in.positions[tiles[peer_tile * 3 + 1] + tiles[peer_tile * 3 + 2] - 1];
-      last_load = max(last_load, peer_last);
-    }
-  }
-  const int num_chunks = last_load / kKeys + 1;
+  const int num_chunks = src.last_pos / kKeys + 1;
   const uint32_t full0 = smem_addr(&full[0]);
   const uint32_t empty0 = smem_addr(&empty[0]);
   if (threadIdx.x == 0) {
     for (int i = 0; i < kS; ++i) {
       tma::barrier_init(full0 + 8 * i, FP8 ? 128 : 1);  // FP8: every producer thread arrives
-      tma::barrier_init(empty0 + 8 * i, paired ? 512 : 256);
+      tma::barrier_init(empty0 + 8 * i, 256);
     }
     tma::barrier_init_fence();
   }
   const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
   stage_q(q_s, qkv, t, kWsThreads);
   wgmma::fence_shared_for_async();
-  // The barriers and q, for everyone (PAIR: in both blocks); the last block-wide barrier.
-  if constexpr (PAIR) {
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
 
   if (wg == 0 && FP8) {
     registers_down<40>();
@@ -734,36 +669,27 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   if (wg == 0) {
     registers_down<40>();
-    if (threadIdx.x == 0) {
-      const int last_block = last_load / bs;
-      for (int c = 0; c < num_chunks; ++c) {
-        const int stage = c % kS;
-        if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
-        const int first_block = c * kKeys / bs;
-        const int blocks = min(kKeys / bs, last_block - first_block + 1);
-        const uint32_t bar = full0 + 8 * stage;
-        tma::barrier_expect_bytes(bar, static_cast<uint32_t>(blocks * bs * kHeadDim * 2 * 2));
-        const uint32_t at = stage * kTileBytes;
-        for (int b = 0; b < blocks; ++b) {
-          const int y = src.blocks[first_block + b] * bs;
-          const uint32_t row = b * bs * 128;
+    if (threadIdx.x != 0) return;
+    const int last_block = src.last_pos / bs;
+    for (int c = 0; c < num_chunks; ++c) {
+      const int stage = c % kS;
+      if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
+      const int first_block = c * kKeys / bs;
+      const int blocks = min(kKeys / bs, last_block - first_block + 1);
+      const uint32_t bar = full0 + 8 * stage;
+      tma::barrier_expect_bytes(bar, static_cast<uint32_t>(blocks * bs * kHeadDim * 2 * 2));
+      const uint32_t at = stage * kTileBytes;
+      for (int b = 0; b < blocks; ++b) {
+        const int y = src.blocks[first_block + b] * bs;
+        const uint32_t row = b * bs * 128;
 #pragma unroll
-          for (int atom = 0; atom < kHeadDim / 64; ++atom) {
-            const int x = kv_head * kHeadDim + atom * 64;
-            const uint32_t dst = at + atom * kAtomBytes + row;
-            if (paired) {  // block 0 brings K, block 1 V, each into both blocks
-              if (rank == 0) load_2d_multicast(k_base + dst, &k_map, x, y, bar, 0x3);
-              if (rank == 1) load_2d_multicast(v_base + dst, &v_map, x, y, bar, 0x3);
-            } else {
-              tma::load_2d(k_base + dst, &k_map, x, y, bar);
-              tma::load_2d(v_base + dst, &v_map, x, y, bar);
-            }
-          }
+        for (int atom = 0; atom < kHeadDim / 64; ++atom) {
+          const int x = kv_head * kHeadDim + atom * 64;
+          tma::load_2d(k_base + at + atom * kAtomBytes + row, &k_map, x, y, bar);
+          tma::load_2d(v_base + at + atom * kAtomBytes + row, &v_map, x, y, bar);
         }
       }
     }
-    // PAIR: no block leaves while its partner may still arrive on its barriers.
-    if constexpr (PAIR) cluster_sync();
     return;
   }
   registers_up<232>();
@@ -815,11 +741,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       named_arrive(other_turn, 256);
     }
     barrier_arrive(empty0 + 8 * stage);
-    if (paired) barrier_arrive_peer(empty0 + 8 * stage, rank ^ 1);
   }
 
   write_rows(o, rows, t, out, cw, warp, g, tig);
-  if constexpr (PAIR) cluster_sync();
 }
 
 // A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
@@ -870,16 +794,6 @@ bool warp_specialized() {
   return ws;
 }
 
-// PACELINE_PREFILL_PAIR=1: the warp-specialized kernel in pairs of blocks sharing each chunk's
-// copies (a trial, off by default).
-bool paired_blocks() {
-  static const bool on = [] {
-    const char* env = std::getenv("PACELINE_PREFILL_PAIR");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return on;
-}
-
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
@@ -890,35 +804,13 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   dim3 grid(num_tiles, shape.num_kv_heads);
   // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
   // cp.async and widening.
-  if constexpr (!FP8) {
-    if (bulk && warp_specialized() && paired_blocks()) {
-      static const cudaError_t pair_attribute = cudaFuncSetAttribute(
-          attention_prefill_ws_kernel<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          static_cast<int>(kSmemBytes));
-      if (pair_attribute != cudaSuccess) return pair_attribute;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3((num_tiles + 1) / 2 * 2, shape.num_kv_heads);
-      config.blockDim = dim3(kWsThreads);
-      config.dynamicSmemBytes = kSmemBytes;
-      config.stream = stream;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = 2;
-      attr.val.clusterDim.y = 1;
-      attr.val.clusterDim.z = 1;
-      config.attrs = &attr;
-      config.numAttrs = 1;
-      return cudaLaunchKernelEx(&config, attention_prefill_ws_kernel<false, true>, qkv, tiles,
-                                num_tiles, shape, in, cache, out, k_map, v_map);
-    }
-  }
   if ((bulk || FP8) && warp_specialized()) {
     static const cudaError_t ws_attribute = cudaFuncSetAttribute(
         attention_prefill_ws_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
         static_cast<int>(kSmemBytes));
     if (ws_attribute != cudaSuccess) return ws_attribute;
     attention_prefill_ws_kernel<FP8><<<grid, kWsThreads, kSmemBytes, stream>>>(
-        qkv, tiles, num_tiles, shape, in, cache, out, k_map, v_map);
+        qkv, tiles, shape, in, cache, out, k_map, v_map);
     return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
