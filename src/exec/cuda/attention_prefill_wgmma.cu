@@ -599,7 +599,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
                                 const __grid_constant__ CUtensorMap k_map,
-                                const __grid_constant__ CUtensorMap v_map, int turns) {
+                                const __grid_constant__ CUtensorMap v_map) {
   constexpr int kS = ws_stages<FP8>();
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kS];   // a stage's bytes landed
@@ -620,7 +620,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int q_size = shape.num_heads * kHeadDim;
   const int kv_size = shape.num_kv_heads * kHeadDim;
   const int qkv_width = q_size + 2 * kv_size;
-  const int wg = threadIdx.x / 128;  // 0 produces, 1 and 2 consume
+  // 0 produces, 1 and 2 consume. Broadcast from lane 0 so that the compiler knows it is one
+  // value a warp: the MMAs' descriptors, which derive from it, then stay in uniform registers
+  // (3-5% off the kernel on the H100, docs/performance.md "Session 26").
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int bs = cache.block_size;
   const ChunkSource src{in.blocks + in.seq_block_offset[seq],
                         bs,
@@ -710,7 +713,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t q_cw = q_s + cw * 64 * 128;
   const int my_turn = kTurnBarrier + cw;
   const int other_turn = kTurnBarrier + 1 - cw;
-  if (cw == 1 && turns != 0) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
+  if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
 
   for (int c = 0; c < num_chunks; ++c) {
     const int stage = c % kS;
@@ -730,20 +733,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       named_sync(kZeroBarrier + cw, 128);
     }
     // The last turn is not passed on: the other consumer has no more chunks to take it for.
-    // (Trial, PACELINE_PREFILL_TURNS: 0 no turns, 1 the default, 2 the turn passed as soon as
-    // the scores are issued.)
-    const bool pass = turns != 0 && (cw == 0 || c + 1 < num_chunks);
-    if (turns != 0) named_sync(my_turn, 256);
+    const bool pass = cw == 0 || c + 1 < num_chunks;
+    named_sync(my_turn, 256);
     if (visible) {
-      if (turns == 2) {
-        issue_scores(s, q_cw, k_base + here);
-        if (pass) named_arrive(other_turn, 256);
-        wgmma::wait<0>();
-        wgmma::hold(s);
-      } else {
-        scores(s, q_cw, k_base + here);
-        if (pass) named_arrive(other_turn, 256);
-      }
+      scores(s, q_cw, k_base + here);
+      if (pass) named_arrive(other_turn, 256);
       softmax(s, p, o, rows, c * kKeys, tig, warp_first);
       accumulate(o, p, v_base + here);
     } else if (pass) {
@@ -803,14 +797,6 @@ bool warp_specialized() {
   return ws;
 }
 
-int prefill_turns() {
-  static const int turns = [] {
-    const char* env = std::getenv("PACELINE_PREFILL_TURNS");
-    return env == nullptr ? 1 : std::atoi(env);
-  }();
-  return turns;
-}
-
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
@@ -827,7 +813,7 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
         static_cast<int>(kSmemBytes));
     if (ws_attribute != cudaSuccess) return ws_attribute;
     attention_prefill_ws_kernel<FP8><<<grid, kWsThreads, kSmemBytes, stream>>>(
-        qkv, tiles, shape, in, cache, out, k_map, v_map, prefill_turns());
+        qkv, tiles, shape, in, cache, out, k_map, v_map);
     return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
