@@ -17,13 +17,14 @@
 #include "../cpu_forward/test_model.h"
 #include "base/error.h"
 #include "cuda_test_util.h"
-#include "host_collectives.h"
 #include "exec/kv_load_faults.h"
 #include "model/config.h"
 #include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 
 #if PACELINE_HAVE_CUDA
+#include "host_collectives.h"
+
 namespace paceline {
 namespace {
 

@@ -20,7 +20,6 @@
 #include "../cpu_forward/hf_fixture.h"
 #include "../cpu_forward/test_model.h"
 #include "cuda_test_util.h"
-#include "host_collectives.h"
 
 #if PACELINE_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -30,6 +29,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/step_inputs.h"
+#include "host_collectives.h"
 #include "model/config.h"
 #include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
