@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <span>
 
 #include <fmt/format.h>

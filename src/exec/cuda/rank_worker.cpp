@@ -50,7 +50,9 @@ void RankWorker::allocate_kv_cache(KvCacheShape shape, bool fp8) {
 }
 
 void RankWorker::create_host_tier(int64_t blocks) {
-  post([=, this] { host_tier_ = std::make_unique<HostKvTier>(blocks, model_->kv_block_layout()); });
+  post([=, this] {
+    host_tier_ = std::make_unique<HostKvTier>(blocks, model_->kv_block_layout());
+  });
   wait();
 }
 
