@@ -41,6 +41,7 @@ const std::vector<Chunk> kChunks = {{0, 1},   {0, 37}, {100, 50}, {1000, 129},
                                     {0, 300}, {31, 1}, {64, 64},  {4000, 3}};
 const std::vector<Case> kCases = {
     {{32, 8, 128}, 16},  // Qwen3-8B
+    {{32, 8, 128}, 64},  // blocks of 64: two a chunk, two of the four producer warps copy none
     {{32, 4, 128}, 7},   // group 8, blocks of 7 (no shift) on the wgmma kernel
     {{64, 8, 128}, 16},  // group 8 (Qwen3-32B)
     {{16, 8, 128}, 1},   // group 2, one key per block

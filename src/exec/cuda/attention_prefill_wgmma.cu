@@ -496,6 +496,12 @@ constexpr int kWsThreads = 128 * 3;
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
 constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
 constexpr int kProducerBarrier = 5;  // the FP8 producer's 128 threads
+// The bf16 producer: lane 0 of each of warpgroup 0's warps issues the bulk copies of every
+// fourth block of a chunk, so that the 4 copies a block (K and V, two 64-column atoms each) and
+// its block-table read leave from four schedulers at once. One thread issuing all of them (32 a
+// chunk at 16-token blocks) could not keep ahead of the consumers (docs/performance.md,
+// "Session 27").
+constexpr int kProducerWarps = 4;
 // An FP8 cache: two bf16 stages, and after them two staging buffers of raw e4m3 chunks (K and V,
 // 16 KB each) that the producer fills by cp.async and widens into the stages: the shared memory
 // of three bf16 stages.
@@ -636,7 +642,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t empty0 = smem_addr(&empty[0]);
   if (threadIdx.x == 0) {
     for (int i = 0; i < kS; ++i) {
-      tma::barrier_init(full0 + 8 * i, FP8 ? 128 : 1);  // FP8: every producer thread arrives
+      // FP8: every producer thread arrives; bf16: each producer warp, with its bytes.
+      tma::barrier_init(full0 + 8 * i, FP8 ? 128 : kProducerWarps);
       tma::barrier_init(empty0 + 8 * i, 256);
     }
     tma::barrier_init_fence();
@@ -672,17 +679,21 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   if (wg == 0) {
     registers_down<40>();
-    if (threadIdx.x != 0) return;
+    if (threadIdx.x % 32 != 0) return;
+    const int pw = threadIdx.x / 32;  // this producer warp: blocks pw, pw + 4, ... of a chunk
     const int last_block = src.last_pos / bs;
+    const int chunk_blocks = kKeys / bs;  // bulk copies only where blocks tile a chunk
     for (int c = 0; c < num_chunks; ++c) {
       const int stage = c % kS;
       if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
-      const int first_block = c * kKeys / bs;
-      const int blocks = min(kKeys / bs, last_block - first_block + 1);
+      const int first_block = c * chunk_blocks;
+      const int blocks = min(chunk_blocks, last_block - first_block + 1);
+      const int mine = max(0, (blocks - pw + kProducerWarps - 1) / kProducerWarps);
       const uint32_t bar = full0 + 8 * stage;
-      tma::barrier_expect_bytes(bar, static_cast<uint32_t>(blocks * bs * kHeadDim * 2 * 2));
+      // A warp without blocks in this chunk still arrives (with no bytes).
+      tma::barrier_expect_bytes(bar, static_cast<uint32_t>(mine * bs * kHeadDim * 2 * 2));
       const uint32_t at = stage * kTileBytes;
-      for (int b = 0; b < blocks; ++b) {
+      for (int b = pw; b < blocks; b += kProducerWarps) {
         const int y = src.blocks[first_block + b] * bs;
         const uint32_t row = b * bs * 128;
 #pragma unroll
