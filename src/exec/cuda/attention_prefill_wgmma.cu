@@ -209,27 +209,20 @@ __device__ __forceinline__ void softmax_chunk(float (&s)[64], uint32_t (&p)[kKey
     }
     chunk_max[h] = fmaxf(chunk_max[h], s[i]);
   }
-  float ref[2], alpha[2];
+  float ref[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 1));
     chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
     const float m_new = fmaxf(rows.m[h], chunk_max[h]);
     ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
-    alpha[h] = exp2_approx(rows.m[h] - ref[h]);
+    const float alpha = exp2_approx(rows.m[h] - ref[h]);
     rows.m[h] = m_new;
-    rows.l[h] *= alpha[h];
-  }
-  // o is rescaled only when a row of the warp has a new maximum: a factor of exactly 1 would
-  // leave every bit as it is, and past the first chunks most rows keep their maximum.
-  if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+    rows.l[h] *= alpha;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        o[4 * j + 2 * h] *= alpha[h];
-        o[4 * j + 2 * h + 1] *= alpha[h];
-      }
+      o[4 * j + 2 * h] *= alpha;
+      o[4 * j + 2 * h + 1] *= alpha;
     }
   }
 #pragma unroll
