@@ -193,12 +193,13 @@ struct Rows {
   float l[2] = {0.0f, 0.0f};
 };
 
-// The causal mask (MASKED: the chunk at `base` reaches past one of the warp's queries), the
-// online softmax per query row (each row's 128 scores lie in the 4 threads of a group), o
-// rescaled, and P as bf16 in the A fragments of O += P . V (16 keys a step).
+// The causal mask (MASKED: the chunk at `base` reaches past one of the warp's queries) and the
+// online softmax's part on the scores, per query row (each row's 128 scores lie in the 4
+// threads of a group): the rows' new maxima, the factors alpha that rescale what came before
+// (l here, o by rescale() below), the exponentials in s and their sums.
 template <bool MASKED>
-__device__ __forceinline__ void softmax_chunk(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
-                                              float (&o)[64], Rows& rows, int base, int tig) {
+__device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int base, int tig,
+                                               float (&alpha)[2]) {
   float chunk_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int i = 0; i < 64; ++i) {
@@ -216,20 +217,31 @@ __device__ __forceinline__ void softmax_chunk(float (&s)[64], uint32_t (&p)[kKey
     chunk_max[h] = fmaxf(chunk_max[h], __shfl_xor_sync(0xffffffffu, chunk_max[h], 2));
     const float m_new = fmaxf(rows.m[h], chunk_max[h]);
     ref[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row that sees nothing yet stays at zero
-    const float alpha = exp2_approx(rows.m[h] - ref[h]);
+    alpha[h] = exp2_approx(rows.m[h] - ref[h]);
     rows.m[h] = m_new;
-    rows.l[h] *= alpha;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      o[4 * j + 2 * h] *= alpha;
-      o[4 * j + 2 * h + 1] *= alpha;
-    }
+    rows.l[h] *= alpha[h];
   }
 #pragma unroll
   for (int i = 0; i < 64; ++i) {
     s[i] = exp2_approx(s[i] - ref[(i % 4) / 2]);
     rows.l[(i % 4) / 2] += s[i];
   }
+}
+
+// o times its rows' factors, before the chunk's P . V adds to it.
+__device__ __forceinline__ void rescale(float (&o)[64], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      o[4 * j + 2 * h] *= alpha[h];
+      o[4 * j + 2 * h + 1] *= alpha[h];
+    }
+  }
+}
+
+// P as bf16 in the A fragments of O += P . V (16 keys a step).
+__device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&p)[kKeys / 16][4]) {
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
     p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
@@ -243,14 +255,23 @@ __device__ __forceinline__ void softmax_chunk(float (&s)[64], uint32_t (&p)[kKey
 // last one or two) go without: the warp's smallest position decides for all its threads, so
 // that the shuffles inside run in step. The same arithmetic either way: a key the mask would
 // drop is one no query of the warp can see, and there is none in an unmasked chunk.
+__device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int base, int tig,
+                                               int warp_first, float (&alpha)[2]) {
+  if (base + kKeys - 1 > warp_first) {
+    softmax_scores<true>(s, rows, base, tig, alpha);
+  } else {
+    softmax_scores<false>(s, rows, base, tig, alpha);
+  }
+}
+
+// The whole online softmax of a chunk: the scores' part, o rescaled, P packed.
 __device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
                                         float (&o)[64], Rows& rows, int base, int tig,
                                         int warp_first) {
-  if (base + kKeys - 1 > warp_first) {
-    softmax_chunk<true>(s, p, o, rows, base, tig);
-  } else {
-    softmax_chunk<false>(s, p, o, rows, base, tig);
-  }
+  float alpha[2];
+  softmax_scores(s, rows, base, tig, warp_first, alpha);
+  rescale(o, alpha);
+  pack_p(s, p);
 }
 
 // The smallest query position of the warp's rows (-1 where a row is past the tile: such a warp
@@ -261,16 +282,24 @@ __device__ __forceinline__ int warp_first_position(const Rows& rows) {
 
 // O += P . V: V's rows are keys (k), its columns head_dim (n, contiguous: MN-major), the two
 // 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
-__device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
-                                           uint32_t v_s) {
+// Issued and committed; accumulate() below also waits. The caller holds o first (and not
+// after another MMA's issue: an accumulator defined inside a stage serializes it).
+__device__ __forceinline__ void issue_accumulate(float (&o)[64],
+                                                 const uint32_t (&p)[kKeys / 16][4],
+                                                 uint32_t v_s) {
   const uint64_t b0 = wgmma::descriptor(v_s, kAtomBytes, 1024);
-  wgmma::hold(o);
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
     wgmma::mma_rs_b_mn_major(o, p[kk], b0 + ((kk * 16 * 128) >> 4));
   }
   wgmma::commit();
+}
+
+__device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
+                                           uint32_t v_s) {
+  wgmma::hold(o);
+  issue_accumulate(o, p, v_s);
   wgmma::wait<0>();
   wgmma::hold(o);
 }
@@ -524,6 +553,13 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// The same, predicated: no branch around it (the overlapped loop has MMAs in flight there).
+__device__ __forceinline__ void named_arrive_if(int id, int threads, bool arrive) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+      "r"(threads), "r"(static_cast<int>(arrive))
+      : "memory");
+}
 
 template <int N>
 __device__ __forceinline__ void registers_down() {
@@ -600,7 +636,11 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
   }
 }
 
-template <bool FP8>
+// OVERLAP (PACELINE_PREFILL_OVERLAP=1, a trial): FA3's intra-warpgroup overlap. A consumer's turn
+// issues chunk c's q . K^T and then chunk c - 1's P . V, and chunk c's softmax runs while that
+// P . V is in flight; once it has landed, o is rescaled for chunk c and chunk c's P packed. The
+// same operations on o in the same order as the plain loop: the same bits.
+template <bool FP8, bool OVERLAP>
 __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
@@ -726,6 +766,64 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int other_turn = kTurnBarrier + 1 - cw;
   if (cw == 1) named_arrive(kTurnBarrier, 256);  // consumer 0 goes first
 
+  if constexpr (OVERLAP) {
+    // The chunks this consumer's rows see are a prefix; past it a consumer only passes turns
+    // and releases stages. No branch while an MMA is in flight but the softmax's mask choice
+    // (ptxas serializes MMAs around one that may define their registers).
+    const int visible_chunks = cw_last < 0 ? 0 : min(num_chunks, cw_last / kKeys + 1);
+    auto enter = [&](int c, bool visible) {  // chunk c's bytes in, V's tail zeroed
+      tma::barrier_wait(full0 + 8 * (c % kS), (c / kS) & 1);
+      const int tail = src.last_pos + 1 - c * kKeys;
+      if (!FP8 && visible && tail < kKeys) {
+        const uint32_t v_s = v_base + c % kS * kTileBytes;
+        for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
+          st_shared16(v_s + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
+                      make_uint4(0, 0, 0, 0));
+        }
+        wgmma::fence_shared_for_async();
+        named_sync(kZeroBarrier + cw, 128);
+      }
+    };
+    // The last turn is not passed on: the other consumer has no more chunks to take it for.
+    auto pass = [&](int c) { return cw == 0 || c + 1 < num_chunks; };
+    int c = 0;
+    if (visible_chunks > 0) {
+      float alpha[2];
+      enter(0, true);
+      named_sync(my_turn, 256);
+      scores(s, q_cw, k_base);
+      named_arrive_if(other_turn, 256, pass(0));
+      softmax_scores(s, rows, 0, tig, warp_first, alpha);
+      rescale(o, alpha);
+      pack_p(s, p);
+      for (c = 1; c < visible_chunks; ++c) {
+        const uint32_t here = c % kS * kTileBytes;
+        const int prev = (c - 1) % kS;
+        enter(c, true);
+        named_sync(my_turn, 256);
+        wgmma::hold(o);
+        issue_scores(s, q_cw, k_base + here);
+        issue_accumulate(o, p, v_base + prev * kTileBytes);  // chunk c - 1's P . V
+        named_arrive_if(other_turn, 256, pass(c));
+        wgmma::wait<1>();  // the scores (committed first)
+        wgmma::hold(s);
+        softmax_scores(s, rows, c * kKeys, tig, warp_first, alpha);
+        wgmma::wait<0>();  // chunk c - 1's P . V: o and p are free, its stage released
+        wgmma::hold(o);
+        barrier_arrive(empty0 + 8 * prev);
+        rescale(o, alpha);
+        pack_p(s, p);
+      }
+      accumulate(o, p, v_base + (c - 1) % kS * kTileBytes);
+      barrier_arrive(empty0 + 8 * ((c - 1) % kS));
+    }
+    for (; c < num_chunks; ++c) {
+      enter(c, false);
+      named_sync(my_turn, 256);
+      named_arrive_if(other_turn, 256, pass(c));
+      barrier_arrive(empty0 + 8 * (c % kS));
+    }
+  } else {
   for (int c = 0; c < num_chunks; ++c) {
     const int stage = c % kS;
     const uint32_t here = stage * kTileBytes;
@@ -755,6 +853,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       named_arrive(other_turn, 256);
     }
     barrier_arrive(empty0 + 8 * stage);
+  }
   }
 
   write_rows(o, rows, t, out, cw, warp, g, tig);
@@ -819,12 +918,24 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
   // cp.async and widening.
   if ((bulk || FP8) && warp_specialized()) {
-    static const cudaError_t ws_attribute = cudaFuncSetAttribute(
-        attention_prefill_ws_kernel<FP8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(kSmemBytes));
+    static const bool overlap = [] {
+      const char* env = std::getenv("PACELINE_PREFILL_OVERLAP");
+      return env != nullptr && std::string(env) == "1";
+    }();
+    const auto kernel = overlap ? attention_prefill_ws_kernel<FP8, true>
+                                : attention_prefill_ws_kernel<FP8, false>;
+    static const cudaError_t ws_attribute = [] {
+      const cudaError_t a = cudaFuncSetAttribute(attention_prefill_ws_kernel<FP8, false>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(kSmemBytes));
+      const cudaError_t b = cudaFuncSetAttribute(attention_prefill_ws_kernel<FP8, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(kSmemBytes));
+      return a != cudaSuccess ? a : b;
+    }();
     if (ws_attribute != cudaSuccess) return ws_attribute;
-    attention_prefill_ws_kernel<FP8><<<grid, kWsThreads, kSmemBytes, stream>>>(
-        qkv, tiles, shape, in, cache, out, k_map, v_map);
+    kernel<<<grid, kWsThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in, cache, out, k_map,
+                                                     v_map);
     return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
