@@ -636,10 +636,12 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
   }
 }
 
-// OVERLAP (PACELINE_PREFILL_OVERLAP=1, a trial): FA3's intra-warpgroup overlap. A consumer's turn
-// issues chunk c's q . K^T and then chunk c - 1's P . V, and chunk c's softmax runs while that
-// P . V is in flight; once it has landed, o is rescaled for chunk c and chunk c's P packed. The
-// same operations on o in the same order as the plain loop: the same bits.
+// OVERLAP: FA3's intra-warpgroup overlap. A consumer's turn issues chunk c's q . K^T and then
+// chunk c - 1's P . V, and chunk c's softmax runs while that P . V is in flight; once it has
+// landed, o is rescaled for chunk c and chunk c's P packed. The same operations on o in the same
+// order as the plain loop: the same bits. The default for a bf16 cache (11% faster at 32k rows on
+// an H100), not for an FP8 one, whose producer is the limit (7% slower); docs/performance.md,
+// session 28.
 template <bool FP8, bool OVERLAP>
 __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
@@ -918,10 +920,13 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
   // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
   // cp.async and widening.
   if ((bulk || FP8) && warp_specialized()) {
-    static const bool overlap = [] {
+    // PACELINE_PREFILL_OVERLAP=1 or 0 takes or leaves the overlap for both caches (comparisons).
+    static const int overlap_env = [] {
       const char* env = std::getenv("PACELINE_PREFILL_OVERLAP");
-      return env != nullptr && std::string(env) == "1";
+      if (env == nullptr) return -1;
+      return std::string(env) == "1" ? 1 : std::string(env) == "0" ? 0 : -1;
     }();
+    const bool overlap = overlap_env < 0 ? !FP8 : overlap_env == 1;
     const auto kernel = overlap ? attention_prefill_ws_kernel<FP8, true>
                                 : attention_prefill_ws_kernel<FP8, false>;
     static const cudaError_t ws_attribute = [] {
