@@ -116,11 +116,22 @@ TEST(CudaPrefillAttention, Fp8CacheMatchesTheBf16CacheOnTheWidenedValuesBitForBi
     const std::vector<uint16_t> widened = d.run();
     check_against_reference(p, widened);
     DeviceBuffer dk = testing::upload(k8), dv = testing::upload(v8);
-    const cuda::LayerCache cache = testing::fp8_layer_cache(dk, dv, p.block_size);
-    const std::vector<uint16_t> fp8 = d.run(0, &cache);
-    EXPECT_EQ(testing::count_differing(fp8, widened), 0u)
-        << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
-        << c.shape.head_dim << ", block " << c.block_size;
+    // Its size said (the bytes by bulk copies where the blocks allow them) and not (cp.async).
+    const cuda::LayerCache sized = testing::fp8_layer_cache(dk, dv, p.block_size,
+                                                            int64_t{p.num_blocks} * p.block_size);
+    const cuda::LayerCache unsized = testing::fp8_layer_cache(dk, dv, p.block_size);
+    const bool whole_groups = c.block_size % 8 == 0 && 128 % c.block_size == 0;
+    EXPECT_EQ(cuda::prefill_wgmma_bulk_copies(c.shape, sized),
+              whole_groups && cuda::prefill_wgmma_supported(c.shape))
+        << "block " << c.block_size;
+    EXPECT_FALSE(cuda::prefill_wgmma_bulk_copies(c.shape, unsized));
+    for (const cuda::LayerCache* cache : {&sized, &unsized}) {
+      const std::vector<uint16_t> fp8 = d.run(0, cache);
+      EXPECT_EQ(testing::count_differing(fp8, widened), 0u)
+          << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads << ", head_dim "
+          << c.shape.head_dim << ", block " << c.block_size
+          << (cache == &sized ? ", sized" : ", unsized");
+    }
   }
 }
 
@@ -153,6 +164,8 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
                  {"fp8, fp8 cache", cuda::launch_attention_prefill_fp8,
                   cuda::prefill_fp8_tile_rows(qwen3_8b), false, true},
                  {"wgmma, fp8 cache", cuda::launch_attention_prefill_wgmma,
+                  cuda::prefill_wgmma_tile_rows(qwen3_8b), true, true},
+                 {"wgmma, fp8, cp.async", cuda::launch_attention_prefill_wgmma,
                   cuda::prefill_wgmma_tile_rows(qwen3_8b), false, true}};
   for (const Chunk chunk : {Chunk{0, 8192}, Chunk{0, 32768}, Chunk{30720, 2048}}) {
     Problem p(qwen3_8b, 16, {chunk}, 9);
@@ -165,7 +178,9 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
     const double flops = 4.0 * 32 * 128 * keys_seen;
     for (const auto& k : kernels) {
       const cuda::LayerCache cache =
-          k.fp8_cache ? testing::fp8_layer_cache(dk, dv, p.block_size) : d.bf16_cache(k.sized);
+          k.fp8_cache ? testing::fp8_layer_cache(dk, dv, p.block_size,
+                                                 k.sized ? int64_t{p.num_blocks} * p.block_size : 0)
+                      : d.bf16_cache(k.sized);
       const std::vector<int32_t> t = p.tiles(k.tile_rows);
       d.tiles = testing::upload(t);
       std::vector<float> ms;

@@ -87,13 +87,15 @@ inline void random_fp8_cache(uint64_t seed, std::vector<uint16_t>& k, std::vecto
   }
 }
 
-// The cache of one layer over FP8 K and V on the device.
+// The cache of one layer over FP8 K and V on the device; num_slots 0: its size not said (the
+// prefill attention then copies by cp.async instead of bulk copies).
 inline cuda::LayerCache fp8_layer_cache(const cuda::DeviceBuffer& k8, const cuda::DeviceBuffer& v8,
-                                        int block_size) {
+                                        int block_size, int64_t num_slots = 0) {
   cuda::LayerCache cache;
   cache.block_size = block_size;
   cache.k8 = k8.as<uint8_t>();
   cache.v8 = v8.as<uint8_t>();
+  cache.num_slots = num_slots;
   return cache;
 }
 

@@ -647,11 +647,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     attention_prefill_ws_kernel(const float* qkv, const int32_t* tiles, AttentionShape shape,
                                 RowInputs in, LayerCache cache, bf16* out,
                                 const __grid_constant__ CUtensorMap k_map,
-                                const __grid_constant__ CUtensorMap v_map) {
+                                const __grid_constant__ CUtensorMap v_map, bool bulk) {
   constexpr int kS = ws_stages<FP8>();
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kS];   // a stage's bytes landed
   __shared__ __align__(8) uint64_t empty[kS];  // both consumers are done with a stage
+  __shared__ __align__(8) uint64_t staged[kStaging];  // FP8 by bulk copies: a chunk's e4m3 landed
   allow_dependent_launch();
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t q_s = (raw + 1023u) & ~1023u;
@@ -688,6 +689,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       tma::barrier_init(full0 + 8 * i, FP8 ? 128 : kProducerWarps);
       tma::barrier_init(empty0 + 8 * i, 256);
     }
+    if (FP8 && bulk) {
+      for (int i = 0; i < kStaging; ++i) tma::barrier_init(smem_addr(&staged[i]), kProducerWarps);
+    }
     tma::barrier_init_fence();
   }
   const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
@@ -701,6 +705,48 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // consumers have released it.
     const int pt = threadIdx.x;
     auto k8_of = [&](int c) { return staging + c % kStaging * 2 * kTile8Bytes; };
+    if (bulk) {
+      // A sized cache whose blocks tile a chunk: lane 0 of each warp copies every fourth block
+      // of a chunk's e4m3 bytes (K and V, rows of 128 bytes: the cp.async layout) by bulk
+      // copies and arrives on the buffer's barrier with its bytes, as the bf16 producer does;
+      // no address arithmetic and no cp.async waits left to the 128 threads but the widening.
+      const int pw = pt / 32;
+      const int last_block = src.last_pos / bs;
+      const int chunk_blocks = kKeys / bs;
+      const uint32_t staged0 = smem_addr(&staged[0]);
+      auto copy_chunk = [&](int c) {
+        if (pt % 32 != 0) return;
+        const int first_block = c * chunk_blocks;
+        const int blocks = min(chunk_blocks, last_block - first_block + 1);
+        const int mine = max(0, (blocks - pw + kProducerWarps - 1) / kProducerWarps);
+        const uint32_t bar = staged0 + 8 * (c % kStaging);
+        tma::barrier_expect_bytes(bar, static_cast<uint32_t>(mine * bs * kHeadDim * 2));
+        for (int b = pw; b < blocks; b += kProducerWarps) {
+          const int y = src.blocks[first_block + b] * bs;
+          const uint32_t row = b * bs * kHeadDim;
+          tma::load_2d(k8_of(c) + row, &k_map, kv_head * kHeadDim, y, bar);
+          tma::load_2d(k8_of(c) + kTile8Bytes + row, &v_map, kv_head * kHeadDim, y, bar);
+        }
+      };
+      copy_chunk(0);
+      for (int c = 0; c < num_chunks; ++c) {
+        const int stage = c % kS;
+        tma::barrier_wait(staged0 + 8 * (c % kStaging), (c / kStaging) & 1);
+        // Everyone has widened chunk c - 1: its staging buffer, chunk c + 1's, is free (the
+        // fence orders those reads before the copies' writes).
+        named_sync(kProducerBarrier, 128);
+        if (c + 1 < num_chunks) {
+          wgmma::fence_shared_for_async();
+          copy_chunk(c + 1);
+        }
+        if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
+        widen_fp8_chunk(k_base + stage * kTileBytes, v_base + stage * kTileBytes, k8_of(c),
+                        k8_of(c) + kTile8Bytes, c, src.last_pos, pt);
+        wgmma::fence_shared_for_async();  // the stores, for the MMAs' reads
+        barrier_arrive(full0 + 8 * stage);
+      }
+      return;
+    }
     stage_fp8_chunk(k8_of(0), k8_of(0) + kTile8Bytes, 0, src, cache, pt);
     for (int c = 0; c < num_chunks; ++c) {
       const int stage = c % kS;
@@ -864,8 +910,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
 // columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
 // refuses the shape.
-bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
-                   CUtensorMap* map) {
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static const auto encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -875,6 +920,12 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_
                ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
                : nullptr;
   }();
+  return encode;
+}
+
+bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
+                   CUtensorMap* map) {
+  const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_size), static_cast<cuuint64_t>(num_slots)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_size) * sizeof(bf16)};
@@ -886,14 +937,34 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The tensor maps of a bf16 cache's planes when its size is known and its blocks are whole
-// 8-row swizzle groups that tile a chunk; false otherwise (the kernel then copies by threads).
+// An FP8 cache plane ([slots][kv_size] bytes) as a 2-D tensor whose boxes are one block's keys
+// of one head (128 bytes a key), unswizzled: the rows the FP8 producer widens from.
+bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_size, int block_size,
+                    CUtensorMap* map) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_size), static_cast<cuuint64_t>(num_slots)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_size)};
+  const cuuint32_t box[2] = {kHeadDim, static_cast<cuuint32_t>(block_size)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(plane), dims, strides,
+                box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The tensor maps of a cache's planes (bf16 or FP8) when its size is known and its blocks are
+// whole 8-row groups that tile a chunk; false otherwise (the kernels then copy by threads).
 bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map,
                       CUtensorMap* v_map) {
   const int bs = cache.block_size;
   const int kv_size = shape.num_kv_heads * kHeadDim;
-  return !cache.fp8() && cache.num_slots > 0 && bs % 8 == 0 &&
-         kKeys % bs == 0 && kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, k_map) &&
+  if (cache.num_slots <= 0 || bs % 8 != 0 || kKeys % bs != 0) return false;
+  if (cache.fp8()) {
+    return kv8_tensor_map(cache.k8, cache.num_slots, kv_size, bs, k_map) &&
+           kv8_tensor_map(cache.v8, cache.num_slots, kv_size, bs, v_map);
+  }
+  return kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, k_map) &&
          kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
 }
 
@@ -912,13 +983,12 @@ bool warp_specialized() {
 template <bool FP8>
 cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, AttentionShape shape,
                    RowInputs in, LayerCache cache, bf16* out, cudaStream_t stream) {
-  // Bulk copies: a bf16 cache whose size is known, blocks of whole 8-row swizzle groups that
-  // tile a chunk.
+  // Bulk copies: a cache whose size is known, blocks of whole 8-row groups that tile a chunk.
   CUtensorMap k_map{}, v_map{};
-  const bool bulk = !FP8 && bulk_tensor_maps(shape, cache, &k_map, &v_map);
+  const bool bulk = bulk_tensor_maps(shape, cache, &k_map, &v_map);
   dim3 grid(num_tiles, shape.num_kv_heads);
-  // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache by its producer's
-  // cp.async and widening.
+  // The warp-specialized kernel: a bf16 cache by bulk copies, an FP8 cache widened by its
+  // producer from bytes copied in bulk (or by cp.async where bulk copies cannot be had).
   if ((bulk || FP8) && warp_specialized()) {
     // PACELINE_PREFILL_OVERLAP=1 or 0 takes or leaves the overlap for both caches (comparisons).
     static const int overlap_env = [] {
@@ -940,7 +1010,7 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
     }();
     if (ws_attribute != cudaSuccess) return ws_attribute;
     kernel<<<grid, kWsThreads, kSmemBytes, stream>>>(qkv, tiles, shape, in, cache, out, k_map,
-                                                     v_map);
+                                                     v_map, bulk);
     return cudaGetLastError();
   }
   static const cudaError_t attribute = cudaFuncSetAttribute(
@@ -948,7 +1018,7 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
       static_cast<int>(kSmemBytes));
   if (attribute != cudaSuccess) return attribute;
   attention_prefill_wgmma_kernel<FP8><<<grid, kThreads, kSmemBytes, stream>>>(
-      qkv, tiles, shape, in, cache, out, k_map, v_map, bulk);
+      qkv, tiles, shape, in, cache, out, k_map, v_map, bulk && !FP8);
   return cudaGetLastError();
 }
 
