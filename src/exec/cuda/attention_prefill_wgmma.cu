@@ -536,6 +536,14 @@ constexpr int kProducerWarps = 4;
 // of three bf16 stages.
 constexpr uint32_t kTile8Bytes = kKeys * kHeadDim;
 constexpr int kStaging = 2;
+// The FP8 producer's registers and its consumers': together at most the 384 x 168 the block was
+// launched with (128 x 56 + 256 x 224 = 384 x 168; past it setmaxnreg.inc waits forever; the
+// consumers without the overlap fit 224 without a spill). 56 rather than 40, with the block
+// numbers read a chunk ahead (below): 3.6% off the kernel at 32k rows on an H100; the read ahead
+// alone was 3.5% slower, the registers alone are not yet measured (docs/performance.md,
+// "Session 28").
+constexpr int kFp8ProducerRegisters = 56;
+constexpr int kFp8ConsumerRegisters = 224;
 template <bool FP8>
 constexpr int ws_stages() {
   return FP8 ? 2 : kStages;
@@ -700,7 +708,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
 
   if (wg == 0 && FP8) {
-    registers_down<40>();
+    registers_down<kFp8ProducerRegisters>();
     // Chunk c + 1's bytes travel while chunk c is widened; a stage is widened into once both
     // consumers have released it.
     const int pt = threadIdx.x;
@@ -710,25 +718,36 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       // of a chunk's e4m3 bytes (K and V, rows of 128 bytes: the cp.async layout) by bulk
       // copies and arrives on the buffer's barrier with its bytes, as the bf16 producer does;
       // no address arithmetic and no cp.async waits left to the 128 threads but the widening.
-      const int pw = pt / 32;
+      const int pw = pt / 32, lane = pt % 32;
       const int last_block = src.last_pos / bs;
       const int chunk_blocks = kKeys / bs;
       const uint32_t staged0 = smem_addr(&staged[0]);
-      auto copy_chunk = [&](int c) {
-        if (pt % 32 != 0) return;
+      // Lane l of warp pw reads the block number of block pw + 4 l of a chunk, a chunk before
+      // its copies leave, so that the block table's latency passes during a widening.
+      auto read_blocks = [&](int c) {
+        const int b = pw + kProducerWarps * lane, first_block = c * chunk_blocks;
+        return b < chunk_blocks && first_block + b <= last_block ? src.blocks[first_block + b] : 0;
+      };
+      auto copy_chunk = [&](int c, int block_numbers) {
         const int first_block = c * chunk_blocks;
         const int blocks = min(chunk_blocks, last_block - first_block + 1);
         const int mine = max(0, (blocks - pw + kProducerWarps - 1) / kProducerWarps);
         const uint32_t bar = staged0 + 8 * (c % kStaging);
-        tma::barrier_expect_bytes(bar, static_cast<uint32_t>(mine * bs * kHeadDim * 2));
-        for (int b = pw; b < blocks; b += kProducerWarps) {
-          const int y = src.blocks[first_block + b] * bs;
+        if (lane == 0) {
+          tma::barrier_expect_bytes(bar, static_cast<uint32_t>(mine * bs * kHeadDim * 2));
+        }
+        for (int i = 0; i < mine; ++i) {
+          const int b = pw + kProducerWarps * i;
+          const int y = __shfl_sync(0xffffffffu, block_numbers, i) * bs;
           const uint32_t row = b * bs * kHeadDim;
-          tma::load_2d(k8_of(c) + row, &k_map, kv_head * kHeadDim, y, bar);
-          tma::load_2d(k8_of(c) + kTile8Bytes + row, &v_map, kv_head * kHeadDim, y, bar);
+          if (lane == 0) {
+            tma::load_2d(k8_of(c) + row, &k_map, kv_head * kHeadDim, y, bar);
+            tma::load_2d(k8_of(c) + kTile8Bytes + row, &v_map, kv_head * kHeadDim, y, bar);
+          }
         }
       };
-      copy_chunk(0);
+      copy_chunk(0, read_blocks(0));
+      int ahead = num_chunks > 1 ? read_blocks(1) : 0;
       for (int c = 0; c < num_chunks; ++c) {
         const int stage = c % kS;
         tma::barrier_wait(staged0 + 8 * (c % kStaging), (c / kStaging) & 1);
@@ -737,7 +756,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         named_sync(kProducerBarrier, 128);
         if (c + 1 < num_chunks) {
           wgmma::fence_shared_for_async();
-          copy_chunk(c + 1);
+          copy_chunk(c + 1, ahead);
+          if (c + 2 < num_chunks) ahead = read_blocks(c + 2);
         }
         if (c >= kS) tma::barrier_wait(empty0 + 8 * stage, (c / kS - 1) & 1);
         widen_fp8_chunk(k_base + stage * kTileBytes, v_base + stage * kTileBytes, k8_of(c),
@@ -794,7 +814,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     return;
   }
-  registers_up<232>();
+  registers_up<FP8 ? kFp8ConsumerRegisters : 232>();
 
   const int cw = wg - 1;                    // this consumer
   const int ct = threadIdx.x - 128 * wg;    // thread within it
