@@ -284,8 +284,7 @@ __device__ __forceinline__ int warp_first_position(const Rows& rows) {
 // 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
 // Issued and committed; accumulate() below also waits. The caller holds o first (and not
 // after another MMA's issue: an accumulator defined inside a stage serializes it).
-__device__ __forceinline__ void issue_accumulate(float (&o)[64],
-                                                 const uint32_t (&p)[kKeys / 16][4],
+__device__ __forceinline__ void issue_accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
                                                  uint32_t v_s) {
   const uint64_t b0 = wgmma::descriptor(v_s, kAtomBytes, 1024);
   wgmma::fence();
@@ -337,8 +336,8 @@ __device__ __forceinline__ void stage_q(uint32_t q_s, const float* qkv, const Ti
 
 // The thread's two query slots, rows g and g + 8 of its warp's 16 in warpgroup `wg`'s 64 (of the
 // computing warpgroups), and their positions.
-__device__ __forceinline__ Rows slot_rows(const TileRows& t, const RowInputs& in, int wg,
-                                          int warp, int g) {
+__device__ __forceinline__ Rows slot_rows(const TileRows& t, const RowInputs& in, int wg, int warp,
+                                          int g) {
   Rows rows;
   rows.first = INT_MAX;
 #pragma unroll
@@ -396,7 +395,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                    const __grid_constant__ CUtensorMap v_map, bool bulk) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) uint64_t full[kStages];  // bulk copies of each stage's chunk landed
-  allow_dependent_launch();                         // o_proj may fetch its weights meanwhile
+  allow_dependent_launch();                        // o_proj may fetch its weights meanwhile
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t q_s = (raw + 1023u) & ~1023u;  // swizzle atoms need 1,024-byte alignment
   const uint32_t k_base = q_s + kQBytes;
@@ -522,8 +521,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // and forth, each handed on once the scores are in), so that one's softmax runs while the other's
 // scores are computed.
 constexpr int kWsThreads = 128 * 3;
-constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn
-constexpr int kZeroBarrier = 3;  // 3 and 4: within a consumer, after zeroing V's tail
+constexpr int kTurnBarrier = 1;      // named barriers 1 and 2: consumer 0's and consumer 1's turn
+constexpr int kZeroBarrier = 3;      // 3 and 4: within a consumer, after zeroing V's tail
 constexpr int kProducerBarrier = 5;  // the FP8 producer's 128 threads
 // The bf16 producer: lane 0 of each of warpgroup 0's warps issues the bulk copies of every
 // fourth block of a chunk, so that the 4 copies a block (K and V, two 64-column atoms each) and
@@ -563,10 +562,9 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
 }
 // The same, predicated: no branch around it (the overlapped loop has MMAs in flight there).
 __device__ __forceinline__ void named_arrive_if(int id, int threads, bool arrive) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.arrive %0, %1;\n}\n" ::"r"(id),
-      "r"(threads), "r"(static_cast<int>(arrive))
-      : "memory");
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+               "r"(threads), "r"(static_cast<int>(arrive))
+               : "memory");
 }
 
 template <int N>
@@ -591,7 +589,7 @@ __device__ __forceinline__ void stage_fp8_chunk(uint32_t k8_s, uint32_t v8_s, in
                                                 const ChunkSource& src, const LayerCache& cache,
                                                 int pt) {
   constexpr int kPer = kKeys / 16;  // keys a thread copies
-  constexpr int kBatch = 4;           // keys whose block numbers are read together
+  constexpr int kBatch = 4;         // keys whose block numbers are read together
   const int piece = pt % 8, j0 = pt / 8;
 #pragma unroll 1
   for (int n0 = 0; n0 < kPer; n0 += kBatch) {
@@ -658,8 +656,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                                 const __grid_constant__ CUtensorMap v_map, bool bulk) {
   constexpr int kS = ws_stages<FP8>();
   extern __shared__ unsigned char smem_raw[];
-  __shared__ __align__(8) uint64_t full[kS];   // a stage's bytes landed
-  __shared__ __align__(8) uint64_t empty[kS];  // both consumers are done with a stage
+  __shared__ __align__(8) uint64_t full[kS];          // a stage's bytes landed
+  __shared__ __align__(8) uint64_t empty[kS];         // both consumers are done with a stage
   __shared__ __align__(8) uint64_t staged[kStaging];  // FP8 by bulk copies: a chunk's e4m3 landed
   allow_dependent_launch();
   const uint32_t raw = smem_addr(smem_raw);
@@ -816,8 +814,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   registers_up<FP8 ? kFp8ConsumerRegisters : 232>();
 
-  const int cw = wg - 1;                    // this consumer
-  const int ct = threadIdx.x - 128 * wg;    // thread within it
+  const int cw = wg - 1;                  // this consumer
+  const int ct = threadIdx.x - 128 * wg;  // thread within it
   const int warp = ct / 32;
   const int lane = threadIdx.x % 32;
   const int g = lane / 4;
@@ -892,44 +890,43 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       barrier_arrive(empty0 + 8 * (c % kS));
     }
   } else {
-  for (int c = 0; c < num_chunks; ++c) {
-    const int stage = c % kS;
-    const uint32_t here = stage * kTileBytes;
-    tma::barrier_wait(full0 + 8 * stage, (c / kS) & 1);
-    const bool visible = c * kKeys <= cw_last;
-    // V's rows past the tile's last key hold what the stage held before (or the tail of the
-    // last block): zeros, so that the masked keys multiply finite values. (The FP8 producer
-    // wrote zeros there.)
-    const int tail = src.last_pos + 1 - c * kKeys;
-    if (!FP8 && visible && tail < kKeys) {
-      for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
-        st_shared16(v_base + here + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
-                    make_uint4(0, 0, 0, 0));
+    for (int c = 0; c < num_chunks; ++c) {
+      const int stage = c % kS;
+      const uint32_t here = stage * kTileBytes;
+      tma::barrier_wait(full0 + 8 * stage, (c / kS) & 1);
+      const bool visible = c * kKeys <= cw_last;
+      // V's rows past the tile's last key hold what the stage held before (or the tail of the
+      // last block): zeros, so that the masked keys multiply finite values. (The FP8 producer
+      // wrote zeros there.)
+      const int tail = src.last_pos + 1 - c * kKeys;
+      if (!FP8 && visible && tail < kKeys) {
+        for (int i = ct; i < (kKeys - tail) * kChunks; i += 128) {
+          st_shared16(
+              v_base + here + wgmma::swizzled_offset(kKeys, tail + i / kChunks, i % kChunks),
+              make_uint4(0, 0, 0, 0));
+        }
+        wgmma::fence_shared_for_async();
+        named_sync(kZeroBarrier + cw, 128);
       }
-      wgmma::fence_shared_for_async();
-      named_sync(kZeroBarrier + cw, 128);
+      // The last turn is not passed on: the other consumer has no more chunks to take it for.
+      const bool pass = cw == 0 || c + 1 < num_chunks;
+      named_sync(my_turn, 256);
+      if (visible) {
+        scores(s, q_cw, k_base + here);
+        if (pass) named_arrive(other_turn, 256);
+        softmax(s, p, o, rows, c * kKeys, tig, warp_first);
+        accumulate(o, p, v_base + here);
+      } else if (pass) {
+        named_arrive(other_turn, 256);
+      }
+      barrier_arrive(empty0 + 8 * stage);
     }
-    // The last turn is not passed on: the other consumer has no more chunks to take it for.
-    const bool pass = cw == 0 || c + 1 < num_chunks;
-    named_sync(my_turn, 256);
-    if (visible) {
-      scores(s, q_cw, k_base + here);
-      if (pass) named_arrive(other_turn, 256);
-      softmax(s, p, o, rows, c * kKeys, tig, warp_first);
-      accumulate(o, p, v_base + here);
-    } else if (pass) {
-      named_arrive(other_turn, 256);
-    }
-    barrier_arrive(empty0 + 8 * stage);
-  }
   }
 
   write_rows(o, rows, t, out, cw, warp, g, tig);
 }
 
-// A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
-// columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
-// refuses the shape.
+// The driver's tensor map encoder, or nullptr where the driver has none.
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static const auto encode = [] {
     void* fn = nullptr;
@@ -943,6 +940,9 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
+// A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
+// columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
+// refuses the shape.
 bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
                    CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
@@ -1017,8 +1017,8 @@ cudaError_t launch(const float* qkv, const int32_t* tiles, int num_tiles, Attent
       return std::string(env) == "1" ? 1 : std::string(env) == "0" ? 0 : -1;
     }();
     const bool overlap = overlap_env < 0 ? !FP8 : overlap_env == 1;
-    const auto kernel = overlap ? attention_prefill_ws_kernel<FP8, true>
-                                : attention_prefill_ws_kernel<FP8, false>;
+    const auto kernel =
+        overlap ? attention_prefill_ws_kernel<FP8, true> : attention_prefill_ws_kernel<FP8, false>;
     static const cudaError_t ws_attribute = [] {
       const cudaError_t a = cudaFuncSetAttribute(attention_prefill_ws_kernel<FP8, false>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
