@@ -538,8 +538,8 @@ constexpr int kStaging = 2;
 // The FP8 producer's registers and its consumers': together at most the 384 x 168 the block was
 // launched with (128 x 56 + 256 x 224 = 384 x 168; past it setmaxnreg.inc waits forever; the
 // consumers without the overlap fit 224 without a spill). 56 rather than 40, with the block
-// numbers read a chunk ahead (below): 3.6% off the kernel at 32k rows on an H100; the read ahead
-// alone was 3.5% slower, the registers alone are not yet measured (docs/performance.md,
+// numbers read a chunk ahead (below): 3.8% off the kernel at 32k rows on an H100; the read ahead
+// alone was 3.6% slower, the registers alone are not yet measured (docs/performance.md,
 // "Session 28").
 constexpr int kFp8ProducerRegisters = 56;
 constexpr int kFp8ConsumerRegisters = 224;
