@@ -5,11 +5,13 @@
 // (bf16, pre-scaled by log2(e) / sqrt(head_dim)), and keys stream through shared memory 128 at a
 // time from the paged cache in three stages: after a chunk's barrier, the next chunk's copies
 // start while the warpgroups compute (bulk tensor copies of whole blocks for a sized bf16 cache,
-// cp.async otherwise; an FP8 cache is widened to bf16 on its way in instead).
+// cp.async otherwise). An FP8 cache is widened to f16 on its way in instead (one conversion
+// instruction a pair of values, exact), and its kernels multiply on f16 tensor cores: q and P
+// are then f16 too (three more mantissa bits than bf16; q clamped to f16's range).
 // Per chunk a warpgroup issues S = q . K^T (8 MMAs of k16 from shared memory), masks and runs the
-// online softmax in registers (base 2), and O += P . V with P from registers, as bf16, and V read
-// MN-major. Causal and varlen: a query sees the keys at positions <= its own. A query's result
-// depends only on its own keys: chunks start at key 0 whatever the tile, and a chunk a query
+// online softmax in registers (base 2), and O += P . V with P from registers, as bf16 (f16), and
+// V read MN-major. Causal and varlen: a query sees the keys at positions <= its own. A query's
+// result depends only on its own keys: chunks start at key 0 whatever the tile, and a chunk a query
 // cannot see changes none of its bits, so the tiling is free to change.
 #include <climits>
 #include <cstdint>
@@ -60,6 +62,19 @@ __device__ __forceinline__ void st_shared16(uint32_t dst, uint4 v) {
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
+}
+__device__ __forceinline__ uint32_t pack_f16(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+// Two MMA operands in one word: f16 (F16: an FP8 cache's kernels) or bf16.
+template <bool F16>
+__device__ __forceinline__ uint32_t pack(float lo, float hi) {
+  if constexpr (F16) {
+    return pack_f16(lo, hi);
+  } else {
+    return pack_bf16(lo, hi);
+  }
 }
 
 struct ChunkSource {
@@ -114,8 +129,8 @@ __device__ __forceinline__ void load_chunk_bf16(uint32_t k_s, uint32_t v_s, int 
   cp_async_commit();
 }
 
-// The FP8 cache's chunk: eight e4m3 bytes a vector widened to the eight bf16 the bf16 path would
-// hold, in batches of four vectors whose loads are all issued before the first store.
+// The FP8 cache's chunk: eight e4m3 bytes a vector widened to eight f16 (exact), in batches of
+// four vectors whose loads are all issued before the first store.
 __device__ __forceinline__ void load_chunk_fp8(uint32_t k_s, uint32_t v_s, int base,
                                                const ChunkSource& src, const LayerCache& cache) {
   constexpr int kBatch = 4;
@@ -128,7 +143,7 @@ __device__ __forceinline__ void load_chunk_fp8(uint32_t k_s, uint32_t v_s, int b
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const int key = base + j0 + (b0 + n) * kRowsPerPass;
-      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to bf16 +0: the bf16 path's zeros
+      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to f16 +0: the bf16 path's zeros
       if (key <= src.last_pos) {
         const int64_t e = src.element(key, c);
         kr[n] = *reinterpret_cast<const uint2*>(cache.k8 + e);
@@ -138,8 +153,8 @@ __device__ __forceinline__ void load_chunk_fp8(uint32_t k_s, uint32_t v_s, int b
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const uint32_t at = at0 + (b0 + n) * kRowsPerPass * 128;
-      st_shared16(k_s + at, fp8x8_to_bf16x8(kr[n]));
-      st_shared16(v_s + at, fp8x8_to_bf16x8(vr[n]));
+      st_shared16(k_s + at, fp8x8_to_f16x8(kr[n]));
+      st_shared16(v_s + at, fp8x8_to_f16x8(vr[n]));
     }
   }
 }
@@ -164,7 +179,9 @@ __device__ __forceinline__ float exp2_approx(float x) {
 // 16: 32 bytes further along a swizzled row each step, the next atom after four. Issued and
 // committed; the caller waits (scores() below, or after handing the tensor cores on).
 // The descriptors are encoded once a call, and each step's adds its byte offset / 16 (the start
-// address field: shared memory stays below 256 KB, so no carry leaves it).
+// address field: shared memory stays below 256 KB, so no carry leaves it). F16: q and K are f16
+// (an FP8 cache), else bf16.
+template <bool F16>
 __device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
   const uint64_t a0 = wgmma::descriptor(q_wg, 16, 1024);
   const uint64_t b0 = wgmma::descriptor(k_s, 16, 1024);
@@ -174,13 +191,14 @@ __device__ __forceinline__ void issue_scores(float (&s)[64], uint32_t q_wg, uint
     const uint32_t col = (st % 4) * 32;
     const uint64_t a = a0 + (((st / 4) * kSlots * 128 + col) >> 4);
     const uint64_t b = b0 + (((st / 4) * kAtomBytes + col) >> 4);
-    wgmma::mma_ss(s, a, b, st > 0);
+    wgmma::mma_ss<F16>(s, a, b, st > 0);
   }
   wgmma::commit();
 }
 
+template <bool F16>
 __device__ __forceinline__ void scores(float (&s)[64], uint32_t q_wg, uint32_t k_s) {
-  issue_scores(s, q_wg, k_s);
+  issue_scores<F16>(s, q_wg, k_s);
   wgmma::wait<0>();
   wgmma::hold(s);
 }
@@ -240,14 +258,15 @@ __device__ __forceinline__ void rescale(float (&o)[64], const float (&alpha)[2])
   }
 }
 
-// P as bf16 in the A fragments of O += P . V (16 keys a step).
+// P as bf16 (F16: f16) in the A fragments of O += P . V (16 keys a step).
+template <bool F16>
 __device__ __forceinline__ void pack_p(const float (&s)[64], uint32_t (&p)[kKeys / 16][4]) {
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
-    p[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-    p[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-    p[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-    p[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+    p[kk][0] = pack<F16>(s[8 * kk + 0], s[8 * kk + 1]);
+    p[kk][1] = pack<F16>(s[8 * kk + 2], s[8 * kk + 3]);
+    p[kk][2] = pack<F16>(s[8 * kk + 4], s[8 * kk + 5]);
+    p[kk][3] = pack<F16>(s[8 * kk + 6], s[8 * kk + 7]);
   }
 }
 
@@ -265,13 +284,14 @@ __device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int b
 }
 
 // The whole online softmax of a chunk: the scores' part, o rescaled, P packed.
+template <bool F16>
 __device__ __forceinline__ void softmax(float (&s)[64], uint32_t (&p)[kKeys / 16][4],
                                         float (&o)[64], Rows& rows, int base, int tig,
                                         int warp_first) {
   float alpha[2];
   softmax_scores(s, rows, base, tig, warp_first, alpha);
   rescale(o, alpha);
-  pack_p(s, p);
+  pack_p<F16>(s, p);
 }
 
 // The smallest query position of the warp's rows (-1 where a row is past the tile: such a warp
@@ -284,21 +304,23 @@ __device__ __forceinline__ int warp_first_position(const Rows& rows) {
 // 64-column atoms kAtomBytes apart, groups of 8 keys 1,024 bytes apart.
 // Issued and committed; accumulate() below also waits. The caller holds o first (and not
 // after another MMA's issue: an accumulator defined inside a stage serializes it).
+template <bool F16>
 __device__ __forceinline__ void issue_accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
                                                  uint32_t v_s) {
   const uint64_t b0 = wgmma::descriptor(v_s, kAtomBytes, 1024);
   wgmma::fence();
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
-    wgmma::mma_rs_b_mn_major(o, p[kk], b0 + ((kk * 16 * 128) >> 4));
+    wgmma::mma_rs_b_mn_major<F16>(o, p[kk], b0 + ((kk * 16 * 128) >> 4));
   }
   wgmma::commit();
 }
 
+template <bool F16>
 __device__ __forceinline__ void accumulate(float (&o)[64], const uint32_t (&p)[kKeys / 16][4],
                                            uint32_t v_s) {
   wgmma::hold(o);
-  issue_accumulate(o, p, v_s);
+  issue_accumulate<F16>(o, p, v_s);
   wgmma::wait<0>();
   wgmma::hold(o);
 }
@@ -313,8 +335,10 @@ struct TileRows {
   int qkv_width;
 };
 
-// q of the tile's 128 slots (row, head of the group) into shared memory as bf16, pre-scaled by
-// log2(e) / sqrt(head_dim) so that the scores come out in base 2; zeros past the tile's rows.
+// q of the tile's 128 slots (row, head of the group) into shared memory as bf16 (F16: as f16,
+// clamped to its finite range), pre-scaled by log2(e) / sqrt(head_dim) so that the scores come
+// out in base 2; zeros past the tile's rows.
+template <bool F16>
 __device__ __forceinline__ void stage_q(uint32_t q_s, const float* qkv, const TileRows& t,
                                         int threads) {
   const float scale = 1.4426950408889634f * rsqrtf(static_cast<float>(kHeadDim));
@@ -327,8 +351,12 @@ __device__ __forceinline__ void stage_q(uint32_t q_s, const float* qkv, const Ti
       const float4* q = reinterpret_cast<const float4*>(
           qkv + static_cast<int64_t>(t.first_row + r) * t.qkv_width + head * kHeadDim + c * 8);
       const float4 a = q[0], b = q[1];
-      packed = make_uint4(pack_bf16(a.x * scale, a.y * scale), pack_bf16(a.z * scale, a.w * scale),
-                          pack_bf16(b.x * scale, b.y * scale), pack_bf16(b.z * scale, b.w * scale));
+      // An f16 q past 65,504 would be infinite (and its scores NaN); bf16 holds any float.
+      const auto qs = [&](float x) {
+        return F16 ? fminf(fmaxf(x * scale, -65504.0f), 65504.0f) : x * scale;
+      };
+      packed = make_uint4(pack<F16>(qs(a.x), qs(a.y)), pack<F16>(qs(a.z), qs(a.w)),
+                          pack<F16>(qs(b.x), qs(b.y)), pack<F16>(qs(b.z), qs(b.w)));
     }
     st_shared16(q_s + wgmma::swizzled_offset(kSlots, slot, c), packed);
   }
@@ -460,7 +488,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   issue(0);
 
   const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
-  stage_q(q_s, qkv, t, kThreads);
+  stage_q<FP8>(q_s, qkv, t, kThreads);
   Rows rows = slot_rows(t, in, wg, warp, g);
   const int wg_last = last_position(t, in, wg);
   const int warp_first = warp_first_position(rows);
@@ -489,17 +517,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool visible = n < num_chunks && n * kKeys <= wg_last;
     if (wg == 0) {
       if (visible) {
-        scores(s, q_wg, k_base + here);
-        softmax(s, p, o, rows, n * kKeys, tig, warp_first);
-        accumulate(o, p, v_base + here);
+        scores<FP8>(s, q_wg, k_base + here);
+        softmax<FP8>(s, p, o, rows, n * kKeys, tig, warp_first);
+        accumulate<FP8>(o, p, v_base + here);
       }
     } else {
       if (scored) {
-        softmax(s, p, o, rows, (n - 1) * kKeys, tig, warp_first);
-        accumulate(o, p, v_base + (n + kStages - 1) % kStages * kTileBytes);
+        softmax<FP8>(s, p, o, rows, (n - 1) * kKeys, tig, warp_first);
+        accumulate<FP8>(o, p, v_base + (n + kStages - 1) % kStages * kTileBytes);
       }
       scored = visible;
-      if (visible) scores(s, q_wg, k_base + here);
+      if (visible) scores<FP8>(s, q_wg, k_base + here);
     }
   }
 
@@ -512,8 +540,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // per stage, "empty", beside the one that counts the bytes in, "full"), so the loads run up to
 // three chunks ahead instead of one and no block-wide barrier is left in the loop. For an FP8
 // cache its 128 threads copy each chunk's e4m3 bytes by cp.async into one of two staging buffers
-// and widen the previous chunk into one of two bf16 stages (the same values as load_chunk_fp8),
-// then arrive on its "full" barrier, so the consumers see what a bf16 cache of those values gives.
+// and widen the previous chunk into one of two f16 stages (the same values as load_chunk_fp8),
+// then arrive on its "full" barrier, so the consumers see what the two-warpgroup kernel's do.
 // Three warpgroups put three warps on each scheduler, so a thread starts with 168 registers; the
 // producer gives most of its registers to the consumers (setmaxnreg: 40 against 232 a thread,
 // which ptxas allocates by region: without it the consumers spill 32 bytes, with it none, CUDA
@@ -530,9 +558,9 @@ constexpr int kProducerBarrier = 5;  // the FP8 producer's 128 threads
 // chunk at 16-token blocks) could not keep ahead of the consumers (docs/performance.md,
 // "Session 27").
 constexpr int kProducerWarps = 4;
-// An FP8 cache: two bf16 stages, and after them two staging buffers of raw e4m3 chunks (K and V,
-// 16 KB each) that the producer fills by cp.async and widens into the stages: the shared memory
-// of three bf16 stages.
+// An FP8 cache: two f16 stages, and after them two staging buffers of raw e4m3 chunks (K and V,
+// 16 KB each) that the producer fills (bulk copies or cp.async) and widens into the stages: the
+// shared memory of three bf16 stages.
 constexpr uint32_t kTile8Bytes = kKeys * kHeadDim;
 constexpr int kStaging = 2;
 // The FP8 producer's registers and its consumers': together at most the 384 x 168 the block was
@@ -612,7 +640,7 @@ __device__ __forceinline__ void stage_fp8_chunk(uint32_t k8_s, uint32_t v8_s, in
   cp_async_commit();
 }
 
-// Staged e4m3 bytes of chunk c widened into a bf16 stage, in the layout bulk copies give (zeros
+// Staged e4m3 bytes of chunk c widened into an f16 stage, in the layout bulk copies give (zeros
 // past last_pos): the values the two-warpgroup kernel's load_chunk_fp8 stores. A thread takes
 // the 16-byte column pt % 16 of keys pt / 16 + 8 n, four keys' loads before their stores; a
 // quarter warp writes one 128-byte row of an atom.
@@ -627,7 +655,7 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const int jn = j + n * kStep;
-      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to bf16 +0
+      kr[n] = vr[n] = make_uint2(0, 0);  // e4m3 zeros widen to f16 +0
       if (c * kKeys + jn <= last_pos) {
         kr[n] = ld_shared8(k8_s + jn * 128 + cc * 8);
         vr[n] = ld_shared8(v8_s + jn * 128 + cc * 8);
@@ -636,8 +664,8 @@ __device__ __forceinline__ void widen_fp8_chunk(uint32_t k_s, uint32_t v_s, uint
 #pragma unroll
     for (int n = 0; n < kBatch; ++n) {
       const uint32_t at = wgmma::swizzled_offset(kKeys, j + n * kStep, cc);
-      st_shared16(k_s + at, fp8x8_to_bf16x8(kr[n]));
-      st_shared16(v_s + at, fp8x8_to_bf16x8(vr[n]));
+      st_shared16(k_s + at, fp8x8_to_f16x8(kr[n]));
+      st_shared16(v_s + at, fp8x8_to_f16x8(vr[n]));
     }
   }
 }
@@ -701,7 +729,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     tma::barrier_init_fence();
   }
   const TileRows t{first_row, tile_rows, kv_head, group, q_size, qkv_width};
-  stage_q(q_s, qkv, t, kWsThreads);
+  stage_q<FP8>(q_s, qkv, t, kWsThreads);
   wgmma::fence_shared_for_async();
   __syncthreads();  // the barriers and q, for everyone; the last block-wide barrier
 
@@ -857,19 +885,19 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       float alpha[2];
       enter(0, true);
       named_sync(my_turn, 256);
-      scores(s, q_cw, k_base);
+      scores<FP8>(s, q_cw, k_base);
       named_arrive_if(other_turn, 256, pass(0));
       softmax_scores(s, rows, 0, tig, warp_first, alpha);
       rescale(o, alpha);
-      pack_p(s, p);
+      pack_p<FP8>(s, p);
       for (c = 1; c < visible_chunks; ++c) {
         const uint32_t here = c % kS * kTileBytes;
         const int prev = (c - 1) % kS;
         enter(c, true);
         named_sync(my_turn, 256);
         wgmma::hold(o);
-        issue_scores(s, q_cw, k_base + here);
-        issue_accumulate(o, p, v_base + prev * kTileBytes);  // chunk c - 1's P . V
+        issue_scores<FP8>(s, q_cw, k_base + here);
+        issue_accumulate<FP8>(o, p, v_base + prev * kTileBytes);  // chunk c - 1's P . V
         named_arrive_if(other_turn, 256, pass(c));
         wgmma::wait<1>();  // the scores (committed first)
         wgmma::hold(s);
@@ -878,9 +906,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma::hold(o);
         barrier_arrive(empty0 + 8 * prev);
         rescale(o, alpha);
-        pack_p(s, p);
+        pack_p<FP8>(s, p);
       }
-      accumulate(o, p, v_base + (c - 1) % kS * kTileBytes);
+      accumulate<FP8>(o, p, v_base + (c - 1) % kS * kTileBytes);
       barrier_arrive(empty0 + 8 * ((c - 1) % kS));
     }
     for (; c < num_chunks; ++c) {
@@ -912,10 +940,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const bool pass = cw == 0 || c + 1 < num_chunks;
       named_sync(my_turn, 256);
       if (visible) {
-        scores(s, q_cw, k_base + here);
+        scores<FP8>(s, q_cw, k_base + here);
         if (pass) named_arrive(other_turn, 256);
-        softmax(s, p, o, rows, c * kKeys, tig, warp_first);
-        accumulate(o, p, v_base + here);
+        softmax<FP8>(s, p, o, rows, c * kKeys, tig, warp_first);
+        accumulate<FP8>(o, p, v_base + here);
       } else if (pass) {
         named_arrive(other_turn, 256);
       }

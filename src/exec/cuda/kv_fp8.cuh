@@ -1,8 +1,8 @@
 #pragma once
 // FP8 (e4m3, OCP "fn": no infinities, max 448) KV elements: the store's rounding and the
-// attention kernels' widening to bfloat16. Every e4m3 value is exact in f16 and in bf16, so the
-// widening loses nothing; the rounding on store (nearest, saturating to +-448) is the only error
-// an FP8 cache adds.
+// attention kernels' widening to bfloat16 or f16. Every e4m3 value is exact in f16 and in bf16,
+// so the widening loses nothing; the rounding on store (nearest, saturating to +-448) is the only
+// error an FP8 cache adds.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -70,6 +70,22 @@ __device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint16_t two) {
   const __nv_bfloat162 b =
       __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&scaled), __nv_bfloat162(two_112));
   return *reinterpret_cast<const uint32_t*>(&b);
+}
+
+// Eight e4m3 bytes as eight f16 (16 bytes), in order and exactly: one conversion instruction a
+// pair and nothing else (the prefill attention's FP8 cache, which multiplies on f16 tensor cores).
+__device__ __forceinline__ uint4 fp8x8_to_f16x8(uint2 raw) {
+  uint4 out;
+  asm("{\n.reg .b16 lo, hi;\n"
+      "mov.b32 {lo, hi}, %4;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, hi;\n"
+      "mov.b32 {lo, hi}, %5;\n"
+      "cvt.rn.f16x2.e4m3x2 %2, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %3, hi;\n}\n"
+      : "=r"(out.x), "=r"(out.y), "=r"(out.z), "=r"(out.w)
+      : "r"(raw.x), "r"(raw.y));
+  return out;
 }
 
 // Eight e4m3 bytes as eight bf16 (16 bytes), in order.
