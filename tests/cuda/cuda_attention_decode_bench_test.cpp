@@ -7,7 +7,8 @@
 // FP8 only (for ncu); PACELINE_DECODE_BENCH_PRODUCTION=1 times every case, production bf16 and
 // FP8 only; PACELINE_DECODE_BENCH_PLANS adds plans (below).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
-// launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays.
+// launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays, and the
+// output's bits hashed (two builds meant to give the same bits compared in one run).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -175,7 +176,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
   cudaStream_t stream;
   PACELINE_CUDA_CHECK(cudaStreamCreate(&stream));
   std::printf("[ bench ] | context | batch | config | KV GB | us per launch | TB/s | "
-              "%% of 4.275 TB/s |\n");
+              "%% of 4.275 TB/s | output bits |\n");
   for (int ctx : {1024, 8192, 32768, 131072}) {
     for (int batch : {1, 4, 16, 64}) {
       if (only_some && std::find(only.begin(), only.end(), std::make_pair(ctx, batch)) == only.end()) {
@@ -220,9 +221,12 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
         };
         const double t = time_graph(stream, launches, enqueue);
         const double tbs = read / (t * 1e-3) / 1e12;
-        std::printf("[ bench ] | %d | %d | %s | %.3f | %.1f | %.2f | %.0f%% |\n", ctx, batch,
-                    c.name.c_str(), read / 1e9, t * 1e3, tbs,
-                    100.0 * tbs * 1e12 / kCopyBytesPerSecond);
+        // Every rotation's rows have been written (launches >= rot): their bits, hashed.
+        const uint64_t bits = testing::bits_hash(testing::download<uint16_t>(out, out.bytes() / 2));
+        std::printf("[ bench ] | %d | %d | %s | %.3f | %.1f | %.2f | %.0f%% | %016llx |\n", ctx,
+                    batch, c.name.c_str(), read / 1e9, t * 1e3, tbs,
+                    100.0 * tbs * 1e12 / kCopyBytesPerSecond,
+                    static_cast<unsigned long long>(bits));
         std::fflush(stdout);
       }
     }

@@ -153,7 +153,8 @@ TEST(CudaPrefillAttention, Fp8CacheOnF16TensorCoresIsCloserThanTheBf16CacheOnIts
 // The Qwen3-8B shape, one layer: a whole prefill of 8k and of 32k rows (no cached prefix), and a
 // 2k-row chunk after a 30k-token cached prefix (an agent's next turn); the causal attention's
 // FLOPs (4 * heads * head_dim * keys seen, summed over rows) over the median of 5 launches, on
-// each tensor-core kernel (FP8: the same FLOPs counted, at FP8's accuracy, docs/cuda.md).
+// each tensor-core kernel (FP8: the same FLOPs counted, at FP8's accuracy, docs/cuda.md), and a
+// hash of the output's bits (two builds meant to give the same bits compared in one run).
 TEST(CudaPrefillAttentionBench, TensorRate) {
   PACELINE_REQUIRE_GPU();
   if (std::getenv("PACELINE_PREFILL_BENCH") == nullptr) {
@@ -215,9 +216,13 @@ TEST(CudaPrefillAttentionBench, TensorRate) {
       }
       std::sort(ms.begin(), ms.end());
       const double median = ms[ms.size() / 2];
+      const uint64_t bits =
+          testing::bits_hash(testing::download<uint16_t>(d.out, d.out.bytes() / 2));
       std::printf(
-          "[ prefill bench ] %-20s %5d rows after %5d cached, one layer: %.3f ms, %.0f TFLOP/s\n",
-          k.name, chunk.rows, chunk.cached, median, flops / median / 1e9);
+          "[ prefill bench ] %-20s %5d rows after %5d cached, one layer: %.3f ms, %.0f TFLOP/s, "
+          "bits %016llx\n",
+          k.name, chunk.rows, chunk.cached, median, flops / median / 1e9,
+          static_cast<unsigned long long>(bits));
       cudaEventDestroy(a);
       cudaEventDestroy(b);
     }

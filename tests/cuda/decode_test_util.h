@@ -106,6 +106,17 @@ inline size_t count_differing(const std::vector<uint16_t>& a, const std::vector<
   return n;
 }
 
+// An output's bits in 64 (FNV-1a over the elements): benches print it so that two builds meant
+// to give the same bits can be compared in one run.
+inline uint64_t bits_hash(const std::vector<uint16_t>& a) {
+  uint64_t h = 1469598103934665603ull;
+  for (const uint16_t x : a) {
+    h = (h ^ (x & 0xffu)) * 1099511628211ull;
+    h = (h ^ (x >> 8)) * 1099511628211ull;
+  }
+  return h;
+}
+
 // Decode rows, one sequence each: row i has context ctx[i] (0: a padding row, position -1) and
 // block table tables[i]; `rows` lists them all in order.
 struct DecodeRows {

@@ -78,15 +78,17 @@ constexpr int tiles_ahead() {
   return free_stages < STAGES - 1 ? free_stages : STAGES - 1;
 }
 
-// 168 registers for the production shape (ptxas, CUDA 13.0; 163 for FP8 with four stages): three
-// blocks per SM, as many as its shared memory allows. A bound of three blocks made ptxas spill.
+// Three blocks of four warps per SM, as many as its shared memory allows at head_dim 128, and the
+// bound says so (12 warps, whatever WARPS; head_dim 256 has no bound, as it needs more registers):
+// without it ptxas (CUDA 13.0) chose 128 registers for the FP8 kernel and spilled, once the
+// rescale in tile_update became conditional; with it, 141 (FP8) and 158 (bf16), no spill.
 //
 // splits.prefetch: a block issues its next item's first tiles_ahead tiles (their block-table lookups
 // and copies) before it merges the current item's warps, so the merge, the partial's writes and
 // the next item's first memory round trips overlap; otherwise each item starts its copies after
 // the last one's merge. The same arithmetic either way: only when the copies start differs.
 template <int HD, int WARPS, int STAGES, bool FP8>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
                   float* __restrict__ partial_acc, float* __restrict__ partial_ml,
@@ -126,12 +128,16 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int i = threadIdx.x; i < shape.num_heads * HD; i += blockDim.x) o[i] = __float2bfloat16(0.0f);
   }
 
-  // Slot of key (lane % 16) of this warp's tile j of item p, clamped into the piece: a clamped
-  // key's copy is real data that the mask then ignores.
+  // Key (lane % 16) of this warp's tile j of item p, clamped into the piece (a clamped key's
+  // copy is real data that the mask then ignores), its block (a load of the block table) and
+  // slot.
+  auto key_of = [&](const ItemPlace& p, int j) {
+    return min(p.k0 + (warp + j * WARPS) * 16 + lane % 16, p.k_end - 1);
+  };
+  auto block_of = [&](const ItemPlace& p, int key) { return in.blocks[p.ri.z + key / bs]; };
   auto slot_of = [&](const ItemPlace& p, int j) {
-    const int key = min(p.k0 + (warp + j * WARPS) * 16 + lane % 16, p.k_end - 1);
-    const int32_t* blocks = in.blocks + p.ri.z;
-    return blocks[key / bs] * bs + key % bs;
+    const int key = key_of(p, j);
+    return block_of(p, key) * bs + key % bs;
   };
   // Starts the copies of item p's tile j into stage `stage`; key k of the tile has its slot in
   // lane `from + k`.
@@ -174,7 +180,11 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (int item = blockIdx.x; item < total; item += gridDim.x) {
     if (!started) prologue(cur, Zero{}, Ahead{});
     prologue(cur, Ahead{}, Last{});
-    int next_slot = STAGES - 1 < cur.my_tiles ? slot_of(cur, STAGES - 1) : 0;
+    // The block-table entry of the tile a loop turn copies is loaded a turn ahead and used after
+    // that turn's math (and here after q's loads): used at once, its latency stalled the warp
+    // every tile (27% of the FP8 kernel's samples at 32k x 16 on an H100, session 30).
+    int next_key = key_of(cur, STAGES - 1);
+    int next_block = STAGES - 1 < cur.my_tiles ? block_of(cur, next_key) : 0;
 
     // q of head g of the group, in this lane's K order.
     uint32_t qa[L::kKWords];
@@ -198,15 +208,21 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
     for (int mt = 0; mt < L::kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
 
+    int next_slot = next_block * bs + next_key % bs;
     for (int j = 0; j < cur.my_tiles; ++j) {
       cp_async_wait<STAGES - 2>();  // tile j has landed
       __syncwarp();                 // other lanes' copies are visible, the last tile is read
       issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
       cp_async_commit();
-      if (j + STAGES < cur.my_tiles) next_slot = slot_of(cur, j + STAGES);
+      const bool more = j + STAGES < cur.my_tiles;
+      if (more) {
+        next_key = key_of(cur, j + STAGES);
+        next_block = block_of(cur, next_key);
+      }
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
       tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
                            m_run, l_run, acc);
+      if (more) next_slot = next_block * bs + next_key % bs;
     }
     cp_async_wait<0>();
     if constexpr (FP8) {  // V was read times 2^-8: exact in f32

@@ -239,8 +239,20 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
   }
   l_run = l_run * alpha + psum;
   m_run = m_new;
-  const float a_lo = __shfl_sync(kFull, alpha, 8 * c);      // head 2c's lanes have g = 2c
-  const float a_hi = __shfl_sync(kFull, alpha, 8 * c + 4);  // and head 2c + 1's, g = 2c + 1
+  // The accumulators times their heads' alpha. Past an item's first tiles a head's maximum rarely
+  // moves, and where none of the warp's did every alpha is 1 (exp2f of 0, tested as it is): acc
+  // times 1 is acc, so the warp skips the shuffles and multiplications, the same bits either way.
+  if (!__all_sync(kFull, alpha == 1.0f)) {
+    const float a_lo = __shfl_sync(kFull, alpha, 8 * c);      // head 2c's lanes have g = 2c
+    const float a_hi = __shfl_sync(kFull, alpha, 8 * c + 4);  // and head 2c + 1's, g = 2c + 1
+#pragma unroll
+    for (int mt = 0; mt < L::kSteps; ++mt) {
+      acc[mt][0] *= a_lo;
+      acc[mt][1] *= a_hi;
+      acc[mt][2] *= a_lo;
+      acc[mt][3] *= a_hi;
+    }
+  }
 
   uint32_t vw[4][L::kVWords];
 #pragma unroll
@@ -260,10 +272,6 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
   }
 #pragma unroll
   for (int mt = 0; mt < L::kSteps; ++mt) {
-    acc[mt][0] *= a_lo;
-    acc[mt][1] *= a_hi;
-    acc[mt][2] *= a_lo;
-    acc[mt][3] *= a_hi;
     // Vᵀ rows (elements) x keys: pair the two keys' copies of each element.
     const uint32_t a0 = __byte_perm(vw[0][mt], vw[1][mt], 0x5410);
     const uint32_t a1 = __byte_perm(vw[0][mt], vw[1][mt], 0x7632);

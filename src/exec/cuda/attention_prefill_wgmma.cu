@@ -246,8 +246,12 @@ __device__ __forceinline__ void softmax_scores(float (&s)[64], Rows& rows, int b
   }
 }
 
-// o times its rows' factors, before the chunk's P . V adds to it.
+// o times its rows' factors, before the chunk's P . V adds to it. Past a tile's first chunks a
+// row's maximum rarely moves, and where it kept it alpha is 1 (ex2 of 0, tested as it is, not
+// assumed): o times 1 is o, so a warp whose 16 rows all kept theirs skips the 64 multiplications,
+// the same bits either way (the test on the warp's vote keeps the threads in step).
 __device__ __forceinline__ void rescale(float (&o)[64], const float (&alpha)[2]) {
+  if (__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f)) return;
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
 #pragma unroll
