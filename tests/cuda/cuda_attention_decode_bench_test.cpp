@@ -5,7 +5,8 @@
 // is of the FP8 bytes). Runs only with PACELINE_DECODE_BENCH=1 (it takes 52 GB and a few
 // minutes); PACELINE_DECODE_BENCH_ONLY=context,batch[;context,batch...] times those cases alone, production bf16 and
 // FP8 only (for ncu); PACELINE_DECODE_BENCH_PRODUCTION=1 times every case, production bf16 and
-// FP8 only; PACELINE_DECODE_BENCH_PLANS adds plans (below).
+// FP8 only; PACELINE_DECODE_BENCH_PLANS adds plans and PACELINE_DECODE_BENCH_SHAPE takes
+// another shape (below).
 // Small cases rotate over several disjoint sets of blocks so that the L2 (60 MB) holds none of a
 // launch's keys; each time is a CUDA graph of launches replayed, median of 5 replays, and the
 // output's bits hashed (two builds meant to give the same bits compared in one run).
@@ -83,7 +84,20 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
   if (std::getenv("PACELINE_DECODE_BENCH") == nullptr) {
     GTEST_SKIP() << "set PACELINE_DECODE_BENCH=1 to time the decode attention";
   }
-  const cuda::AttentionShape shape{32, 8, 128};
+  // PACELINE_DECODE_BENCH_SHAPE="HEADS,KV_HEADS,HEAD_DIM": another shape, e.g. 4,1,128: one KV
+  // head, so that a tile's 16 keys are one contiguous run (2 KB in FP8) where Qwen3-8B's are 16
+  // pieces of 128 bytes 1 KB apart; the same kernel and occupancy, the copies' pattern alone.
+  cuda::AttentionShape shape{32, 8, 128};
+  if (const char* given = std::getenv("PACELINE_DECODE_BENCH_SHAPE")) {
+    ASSERT_EQ(std::sscanf(given, "%d,%d,%d", &shape.num_heads, &shape.num_kv_heads,
+                          &shape.head_dim),
+              3)
+        << "PACELINE_DECODE_BENCH_SHAPE=" << given << ": expected HEADS,KV_HEADS,HEAD_DIM";
+    ASSERT_TRUE(cuda::decode_attention_supported(shape))
+        << "PACELINE_DECODE_BENCH_SHAPE=" << given << ": a shape the decode attention takes";
+  }
+  std::printf("[ bench ] shape: %d heads, %d KV heads, head_dim %d\n", shape.num_heads,
+              shape.num_kv_heads, shape.head_dim);
   const int bs = 16;
   const int64_t token_bytes = 2LL * shape.num_kv_heads * shape.head_dim * 2;  // K and V, bf16
   const int64_t pool_tokens = 64LL * 131072 + 4096;
@@ -203,6 +217,7 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
         if ((only_some || production_only) && c.name.find("production") == std::string::npos) {
           continue;
         }
+        if (c.warps != 0 && shape.head_dim != 128) continue;  // the variants are head_dim 128's
         const cuda::LayerCache& cache = c.fp8 ? fp8_cache : bf16_cache;
         const double read = c.fp8 ? bytes / 2 : bytes;  // an e4m3 element is one byte
         auto enqueue = [&] {
