@@ -9,13 +9,13 @@
 #include <cstring>
 #include <vector>
 
-#include <cublasLt.h>
-
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
 
 #if PACELINE_HAVE_CUDA
+#include <cublasLt.h>
+
 #include "decode_test_util.h"
 #include "exec/cuda/gemm.h"
 
