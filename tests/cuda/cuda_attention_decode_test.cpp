@@ -28,7 +28,7 @@ struct Problem {
   cuda::DecodeSplits splits = cuda::kDecodePlanBf16;
   std::vector<int> ctx;  // per row; 0 is a padding row
   std::vector<std::vector<int32_t>> tables;
-  std::vector<uint16_t> k, v;  // bf16 [slots][kv_heads][head_dim]
+  std::vector<uint16_t> k, v;  // bf16, head-major blocks (cuda::kv_row)
   std::vector<float> qkv;      // [rows][q + 2 kv]
   int64_t num_blocks = 0;
 
@@ -62,8 +62,9 @@ struct Problem {
       const int kvh = h / group;
       double mx = -INFINITY;
       for (int key = 0; key < ctx[r]; ++key) {
-        const int64_t slot = int64_t{tables[r][key / block_size]} * block_size + key % block_size;
-        const uint16_t* kp = &k[static_cast<size_t>(slot * kv_size() + kvh * hd)];
+        const int64_t row = cuda::kv_row(tables[r][key / block_size], key % block_size, kvh,
+                                         shape.num_kv_heads, block_size);
+        const uint16_t* kp = &k[static_cast<size_t>(row * hd)];
         double dot = 0;
         for (int d = 0; d < hd; ++d) dot += static_cast<double>(q[d]) * testing::bf16_value(kp[d]);
         s[key] = dot / std::sqrt(static_cast<double>(hd));
@@ -72,8 +73,9 @@ struct Problem {
       double sum = 0;
       for (int key = 0; key < ctx[r]; ++key) sum += (s[key] = std::exp(s[key] - mx));
       for (int key = 0; key < ctx[r]; ++key) {
-        const int64_t slot = int64_t{tables[r][key / block_size]} * block_size + key % block_size;
-        const uint16_t* vp = &v[static_cast<size_t>(slot * kv_size() + kvh * hd)];
+        const int64_t row = cuda::kv_row(tables[r][key / block_size], key % block_size, kvh,
+                                         shape.num_kv_heads, block_size);
+        const uint16_t* vp = &v[static_cast<size_t>(row * hd)];
         for (int d = 0; d < hd; ++d) out[h * hd + d] += s[key] / sum * testing::bf16_value(vp[d]);
       }
     }

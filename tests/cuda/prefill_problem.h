@@ -56,7 +56,7 @@ struct PrefillProblem {
   int block_size = 16;
   std::vector<Chunk> seqs;
   std::vector<std::vector<int32_t>> tables;
-  std::vector<uint16_t> k, v;  // bf16 [slots][kv_heads][head_dim]
+  std::vector<uint16_t> k, v;  // bf16, head-major blocks (cuda::kv_row)
   std::vector<float> qkv;      // [rows][q + 2 kv]
   std::vector<int32_t> positions, row_seq, seq_offset, blocks;
   int64_t num_blocks = 0;
@@ -114,9 +114,10 @@ struct PrefillProblem {
     const std::vector<int32_t>& table = tables[row_seq[r]];
     const int keys = positions[r] + 1;
     std::vector<double> out(static_cast<size_t>(shape.num_heads) * hd, 0.0), s(keys);
-    auto at = [&](int key) {
-      const int64_t slot = int64_t{table[key / block_size]} * block_size + key % block_size;
-      return static_cast<size_t>(slot * kv_size());
+    auto at = [&](int key, int kvh) {  // the head-major blocks (cuda::kv_row)
+      return static_cast<size_t>(cuda::kv_row(table[key / block_size], key % block_size, kvh,
+                                              shape.num_kv_heads, block_size) *
+                                 hd);
     };
     for (int h = 0; h < shape.num_heads; ++h) {
       std::vector<double> q(qkv.begin() + static_cast<ptrdiff_t>(r) * width() + h * hd,
@@ -129,7 +130,7 @@ struct PrefillProblem {
       };
       double mx = -INFINITY;
       for (int key = 0; key < keys; ++key) {
-        const uint16_t* kp = &k[at(key) + kvh * hd];
+        const uint16_t* kp = &k[at(key, kvh)];
         double dot = 0;
         for (int d = 0; d < hd; ++d) dot += q[d] * kv_value(kp[d]);
         s[key] = dot / std::sqrt(static_cast<double>(hd));
@@ -138,7 +139,7 @@ struct PrefillProblem {
       double sum = 0;
       for (int key = 0; key < keys; ++key) sum += (s[key] = std::exp(s[key] - mx));
       for (int key = 0; key < keys; ++key) {
-        const uint16_t* vp = &v[at(key) + kvh * hd];
+        const uint16_t* vp = &v[at(key, kvh)];
         for (int d = 0; d < hd; ++d) out[h * hd + d] += s[key] / sum * kv_value(vp[d]);
       }
     }

@@ -113,7 +113,6 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
   const int g = lane / 4;
   const int c = lane % 4;
   const int group = shape.num_heads / kv_heads;
-  const int kv_size = kv_heads * HD;
   const int qkv_width = (shape.num_heads + 2 * kv_heads) * HD;
   const int bs = cache.block_size;
   // q is pre-scaled so that the scores come out in base 2, as in the prefill kernel.
@@ -130,30 +129,30 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
 
   // Key (lane % 16) of this warp's tile j of item p, clamped into the piece (a clamped key's
   // copy is real data that the mask then ignores), its block (a load of the block table) and
-  // slot.
+  // its row of the item's KV head in the planes (kv_row, kernels.h).
   auto key_of = [&](const ItemPlace& p, int j) {
     return min(p.k0 + (warp + j * WARPS) * 16 + lane % 16, p.k_end - 1);
   };
   auto block_of = [&](const ItemPlace& p, int key) { return in.blocks[p.ri.z + key / bs]; };
-  auto slot_of = [&](const ItemPlace& p, int j) {
-    const int key = key_of(p, j);
-    return block_of(p, key) * bs + key % bs;
+  auto row_at = [&](const ItemPlace& p, int key, int block) {
+    return static_cast<int>(kv_row(block, key % bs, p.kv_head, kv_heads, bs));
   };
-  // Starts the copies of item p's tile j into stage `stage`; key k of the tile has its slot in
+  auto row_of = [&](const ItemPlace& p, int j) {
+    const int key = key_of(p, j);
+    return row_at(p, key, block_of(p, key));
+  };
+  // Starts the copies of item p's tile j into stage `stage`; key k of the tile has its row in
   // lane `from + k`.
-  auto issue = [&](const ItemPlace& p, int j, int stage, int slot, int from) {
+  auto issue = [&](const ItemPlace& p, int j, int stage, int row, int from) {
     if (j >= p.my_tiles) return;
-    auto slot_from = [&](int key) { return __shfl_sync(kFull, slot, from + key); };
-    const int64_t head_off = static_cast<int64_t>(p.kv_head) * HD;
+    auto row_from = [&](int key) { return __shfl_sync(kFull, row, from + key); };
     if constexpr (FP8) {
-      copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8 + head_off,
-                        cache.v8 + head_off, kv_size, slot_from);
+      copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8, cache.v8, row_from);
     } else {
-      copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k + head_off,
-                    cache.v + head_off, kv_size, slot_from);
+      copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k, cache.v, row_from);
     }
   };
-  // Tiles [J0, J1) of the prologue, tile j into stage j, two tiles' slots per load of the block
+  // Tiles [J0, J1) of the prologue, tile j into stage j, two tiles' rows per load of the block
   // table; one commit group per tile (empty past the warp's tiles), in tile order.
   auto prologue = [&](const ItemPlace& p, auto j0, auto j1) {
     constexpr int J0 = decltype(j0)::value;
@@ -161,11 +160,11 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
 #pragma unroll
     for (int j = J0; j < J1; j += 2) {
       const int jj = j + lane / 16;
-      const int slot = jj < p.my_tiles ? slot_of(p, jj) : 0;
-      issue(p, j, j, slot, 0);
+      const int row = jj < p.my_tiles ? row_of(p, jj) : 0;
+      issue(p, j, j, row, 0);
       cp_async_commit();
       if (j + 1 < J1) {
-        issue(p, j + 1, j + 1, slot, 16);
+        issue(p, j + 1, j + 1, row, 16);
         cp_async_commit();
       }
     }
@@ -208,11 +207,11 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
 #pragma unroll
     for (int mt = 0; mt < L::kSteps; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.0f;
 
-    int next_slot = next_block * bs + next_key % bs;
+    int next_row = row_at(cur, next_key, next_block);
     for (int j = 0; j < cur.my_tiles; ++j) {
       cp_async_wait<STAGES - 2>();  // tile j has landed
       __syncwarp();                 // other lanes' copies are visible, the last tile is read
-      issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_slot, 0);
+      issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_row, 0);
       cp_async_commit();
       const bool more = j + STAGES < cur.my_tiles;
       if (more) {
@@ -222,7 +221,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
       tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
                            m_run, l_run, acc);
-      if (more) next_slot = next_block * bs + next_key % bs;
+      if (more) next_row = row_at(cur, next_key, next_block);
     }
     cp_async_wait<0>();
     if constexpr (FP8) {  // V was read times 2^-8: exact in f32

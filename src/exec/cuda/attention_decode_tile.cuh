@@ -98,32 +98,31 @@ __device__ inline int list_items(const int32_t* rows, int num_rows, DecodeSplits
 }
 
 // Starts the copies of the 16 keys of a tile into `st` ([16][HD] K, then V): copy j, lane l
-// takes key j * kKeysPerCopy + l / kRowChunks, chunk l % kRowChunks. slot_of(k) gives key k's
-// slot (a shuffle from the lane holding it).
-template <int HD, typename SlotOf>
-__device__ __forceinline__ void copy_tile(uint32_t* st, int lane, const bf16* k_head,
-                                          const bf16* v_head, int64_t kv_size, SlotOf slot_of) {
+// takes key j * kKeysPerCopy + l / kRowChunks, chunk l % kRowChunks. row_of(k) gives key k's row
+// in the planes (kv_row, kernels.h; a shuffle from the lane holding it).
+template <int HD, typename RowOf>
+__device__ __forceinline__ void copy_tile(uint32_t* st, int lane, const bf16* k_plane,
+                                          const bf16* v_plane, RowOf row_of) {
   using L = HeadLayout<HD>;
   const int chunk = lane % L::kRowChunks;
 #pragma unroll
   for (int j = 0; j < L::kCopies; ++j) {
     const int key = j * L::kKeysPerCopy + lane / L::kRowChunks;
-    const int64_t at = static_cast<int64_t>(slot_of(key)) * kv_size + chunk * 8;
+    const int64_t at = static_cast<int64_t>(row_of(key)) * HD + chunk * 8;
     cp_async<16>(smem_address(st + key * L::kRowWords + (chunk ^ L::k_swizzle(key)) * 4),
-                 k_head + at);
+                 k_plane + at);
     cp_async<16>(smem_address(st + 16 * L::kRowWords + key * L::kRowWords +
                               (chunk ^ L::v_swizzle(key)) * 4),
-                 v_head + at);
+                 v_plane + at);
   }
 }
 
 // An FP8 cache's copy of a tile into `raw` (Fp8Layout): 16-byte copies, HD / 16 per key,
 // consecutive lanes on consecutive chunks (whole lines per key, as above). Every lane takes part
-// in every slot_of shuffle.
-template <int HD, typename SlotOf>
-__device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uint8_t* k_head,
-                                              const uint8_t* v_head, int64_t kv_size,
-                                              SlotOf slot_of) {
+// in every row_of shuffle.
+template <int HD, typename RowOf>
+__device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uint8_t* k_plane,
+                                              const uint8_t* v_plane, RowOf row_of) {
   using F = Fp8Layout<HD>;
   constexpr int kChunks = F::kRowChunks;
   constexpr int kTotal = 16 * kChunks;
@@ -133,13 +132,13 @@ __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uin
     const int i = it * 32 + lane;
     const int key = min(i / kChunks, 15);
     const int chunk = i % kChunks;
-    const int64_t at = static_cast<int64_t>(slot_of(key)) * kv_size + chunk * 16;
+    const int64_t at = static_cast<int64_t>(row_of(key)) * HD + chunk * 16;
     if (i < kTotal) {
       cp_async<16>(smem_address(raw + key * kRowWords + (chunk ^ F::k_swizzle(key)) * 4),
-                   k_head + at);
+                   k_plane + at);
       cp_async<16>(smem_address(raw + 16 * kRowWords + key * kRowWords +
                                 (chunk ^ F::v_swizzle(key)) * 4),
-                   v_head + at);
+                   v_plane + at);
     }
   }
 }

@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(kWarps * 32)
       float2 kf = make_float2(0.0f, 0.0f), vf = make_float2(0.0f, 0.0f);
       if (j < count && d < hd) {
         const int key = base + j;
-        const int64_t slot = static_cast<int64_t>(blocks[key / bs]) * bs + key % bs;
-        const int64_t at = slot * kv_size + kv_head * hd + d;
+        const int64_t at =
+            kv_row(blocks[key / bs], key % bs, kv_head, shape.num_kv_heads, bs) * hd + d;
         if (cache.fp8()) {
           kf = fp8x2_to_float2(*reinterpret_cast<const uint16_t*>(cache.k8 + at));
           vf = fp8x2_to_float2(*reinterpret_cast<const uint16_t*>(cache.v8 + at));

@@ -138,8 +138,7 @@ struct KeySource {
   __device__ __forceinline__ int64_t row(int key) const {
     const int block = shift >= 0 ? key >> shift : key / block_size;
     const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
-    const int64_t slot = static_cast<int64_t>(blocks[block]) * block_size + offset;
-    return slot * kv_size + kv_head * HD;
+    return kv_row(blocks[block], offset, kv_head, kv_size / HD, block_size) * HD;
   }
 };
 

@@ -108,8 +108,7 @@ __device__ __forceinline__ void load_chunk_bf16(bf16* k_s, bf16* v_s, int base, 
     }
     const int block = pow2 ? key >> shift : key / bs;
     const int offset = pow2 ? key & (bs - 1) : key % bs;
-    const int64_t slot = static_cast<int64_t>(blocks[block]) * bs + offset;
-    const int64_t at = slot * kv_size + kv_head * HD + d;
+    const int64_t at = kv_row(blocks[block], offset, kv_head, kv_size / HD, bs) * HD + d;
     cp_async16(kd, cache.k + at);
     cp_async16(vd, cache.v + at);
   }
@@ -148,8 +147,8 @@ __device__ __forceinline__ void load_chunk_fp8(bf16* k_s, bf16* v_s, int base, i
       if (key <= last_pos) {
         const int block = pow2 ? key >> shift : key / bs;
         const int offset = pow2 ? key & (bs - 1) : key % bs;
-        const int64_t slot = static_cast<int64_t>(blocks[block]) * bs + offset;
-        const int64_t at = slot * kv_size + kv_head * HD + (i % kVecPerRow) * 8;
+        const int64_t at =
+            kv_row(blocks[block], offset, kv_head, kv_size / HD, bs) * HD + (i % kVecPerRow) * 8;
         kr[n] = *reinterpret_cast<const uint2*>(cache.k8 + at);
         vr[n] = *reinterpret_cast<const uint2*>(cache.v8 + at);
       }

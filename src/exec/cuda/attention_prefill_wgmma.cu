@@ -93,8 +93,7 @@ struct ChunkSource {
   // table's entry for it, read by the caller).
   __device__ __forceinline__ int64_t element_in(int block, int key, int first) const {
     const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
-    const int64_t slot = static_cast<int64_t>(block) * block_size + offset;
-    return slot * kv_size + kv_head * kHeadDim + first;
+    return kv_row(block, offset, kv_head, kv_size / kHeadDim, block_size) * kHeadDim + first;
   }
   // The first element of key's 16-byte bf16 chunk c.
   __device__ __forceinline__ int64_t element(int key, int c) const {
@@ -473,11 +472,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma::barrier_expect_bytes(bar, 2 * kTileBytes);
     const int first_block = c * kKeys / src.block_size;
     for (int b = 0; b < kKeys / src.block_size; ++b) {
-      const int y = src.blocks[first_block + b] * src.block_size;
+      // The block's rows of this KV head (kv_row, kernels.h): one box of block_size rows.
+      const int y = static_cast<int>(
+          kv_row(src.blocks[first_block + b], 0, kv_head, shape.num_kv_heads, src.block_size));
       const uint32_t row = b * src.block_size * 128;
 #pragma unroll
       for (int atom = 0; atom < kHeadDim / 64; ++atom) {
-        const int x = kv_head * kHeadDim + atom * 64;
+        const int x = atom * 64;
         tma::load_2d(k_base + at + atom * kAtomBytes + row, &k_map, x, y, bar);
         tma::load_2d(v_base + at + atom * kAtomBytes + row, &v_map, x, y, bar);
       }
@@ -768,11 +769,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
         for (int i = 0; i < mine; ++i) {
           const int b = pw + kProducerWarps * i;
-          const int y = __shfl_sync(0xffffffffu, block_numbers, i) * bs;
+          const int y = static_cast<int>(kv_row(__shfl_sync(0xffffffffu, block_numbers, i), 0,
+                                                kv_head, shape.num_kv_heads, bs));
           const uint32_t row = b * bs * kHeadDim;
           if (lane == 0) {
-            tma::load_2d(k8_of(c) + row, &k_map, kv_head * kHeadDim, y, bar);
-            tma::load_2d(k8_of(c) + kTile8Bytes + row, &v_map, kv_head * kHeadDim, y, bar);
+            tma::load_2d(k8_of(c) + row, &k_map, 0, y, bar);
+            tma::load_2d(k8_of(c) + kTile8Bytes + row, &v_map, 0, y, bar);
           }
         }
       };
@@ -832,11 +834,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       tma::barrier_expect_bytes(bar, static_cast<uint32_t>(mine * bs * kHeadDim * 2 * 2));
       const uint32_t at = stage * kTileBytes;
       for (int b = pw; b < blocks; b += kProducerWarps) {
-        const int y = src.blocks[first_block + b] * bs;
+        const int y = static_cast<int>(
+            kv_row(src.blocks[first_block + b], 0, kv_head, shape.num_kv_heads, bs));
         const uint32_t row = b * bs * 128;
 #pragma unroll
         for (int atom = 0; atom < kHeadDim / 64; ++atom) {
-          const int x = kv_head * kHeadDim + atom * 64;
+          const int x = atom * 64;
           tma::load_2d(k_base + at + atom * kAtomBytes + row, &k_map, x, y, bar);
           tma::load_2d(v_base + at + atom * kAtomBytes + row, &v_map, x, y, bar);
         }
@@ -972,15 +975,16 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
-// A bf16 cache plane ([slots][kv_size]) as a 2-D tensor whose boxes are one block's keys of 64
-// columns, in the 128-byte swizzle the MMAs read. False where the driver has no encoder or
-// refuses the shape.
+// A bf16 cache plane as a 2-D tensor of rows of one KV head (kv_row, kernels.h: [blocks x KV
+// heads x block_size][head_dim]) whose boxes are one block's keys of one head, 64 columns, in the
+// 128-byte swizzle the MMAs read. False where the driver has no encoder or refuses the shape.
 bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
                    CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_size), static_cast<cuuint64_t>(num_slots)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_size) * sizeof(bf16)};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
+                              static_cast<cuuint64_t>(num_slots) * (kv_size / kHeadDim)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kHeadDim) * sizeof(bf16)};
   const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(block_size)};
   const cuuint32_t element_strides[2] = {1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(plane), dims, strides,
@@ -989,14 +993,16 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// An FP8 cache plane ([slots][kv_size] bytes) as a 2-D tensor whose boxes are one block's keys
-// of one head (128 bytes a key), unswizzled: the rows the FP8 producer widens from.
+// An FP8 cache plane as a 2-D tensor of rows of one KV head (bytes), whose boxes are one block's
+// keys of one head (128 bytes a key, one contiguous run), unswizzled: the rows the FP8 producer
+// widens from.
 bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_size, int block_size,
                     CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kv_size), static_cast<cuuint64_t>(num_slots)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kv_size)};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
+                              static_cast<cuuint64_t>(num_slots) * (kv_size / kHeadDim)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kHeadDim)};
   const cuuint32_t box[2] = {kHeadDim, static_cast<cuuint32_t>(block_size)};
   const cuuint32_t element_strides[2] = {1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(plane), dims, strides,

@@ -98,7 +98,7 @@ class CudaModel {
   Gemm gemm_;
   DeviceBuffer inv_freq_;  // f32 [head_dim / 2], with the llama3 or YaRN scaling applied
   float rope_scale_ = 1.0f;  // YaRN's attention factor on cos and sin (1 otherwise)
-  DeviceBuffer kv_cache_;  // bf16 or e4m3 [layers][K, V][slots][kv_heads][head_dim]
+  DeviceBuffer kv_cache_;  // bf16 or e4m3 [layers][K, V][blocks][kv_heads][block_size][head_dim]
   KvCacheShape kv_shape_;
   bool kv_fp8_ = false;
   DeviceBuffer fp8_clamped_;  // one unsigned long long (FP8 cache only)

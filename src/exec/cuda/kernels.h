@@ -24,10 +24,10 @@ struct RowInputs {
   const int32_t* blocks = nullptr;            // block tables of all sequences, concatenated
 };
 
-// The paged KV cache of one layer: K and V each [slots][kv_heads][head_dim], slot = block *
-// block_size + offset. Either bfloat16 (k, v) or FP8 e4m3 (k8, v8; --kv-cache-dtype fp8), stored
-// unscaled (a scale of 1, vLLM's default for a checkpoint without calibrated k/v scales): the
-// kernels write and read whichever pair is set.
+// The paged KV cache of one layer: K and V each [blocks][kv_heads][block_size][head_dim] (kv_row
+// below), slot = block * block_size + offset. Either bfloat16 (k, v) or FP8 e4m3 (k8, v8;
+// --kv-cache-dtype fp8), stored unscaled (a scale of 1, vLLM's default for a checkpoint without
+// calibrated k/v scales): the kernels write and read whichever pair is set.
 struct LayerCache {
   bf16* k = nullptr;
   bf16* v = nullptr;
@@ -46,6 +46,23 @@ struct AttentionShape {
   int num_kv_heads = 0;
   int head_dim = 0;
 };
+
+// A layer's K (and V) plane is head-major inside each block: [block][KV head][offset][head_dim],
+// so that one head's keys of a block are one contiguous run (2 KB for 16 keys of 128 e4m3
+// values, where a slot-major plane gave 16 pieces of 128 bytes, 1 KB apart). A block is still one
+// contiguous run of block_size x kv_heads x head_dim elements, which the host tier and the
+// prefix cache copy whole. The row (of head_dim elements) of key `offset` of block `block`, KV
+// head `kv_head`:
+__host__ __device__ inline int64_t kv_row(int64_t block, int offset, int kv_head, int kv_heads,
+                                          int block_size) {
+  return (block * kv_heads + kv_head) * block_size + offset;
+}
+// ... and of a slot (block x block_size + offset).
+__host__ __device__ inline int64_t kv_slot_row(int64_t slot, int kv_head, int kv_heads,
+                                               int block_size) {
+  return kv_row(slot / block_size, static_cast<int>(slot % block_size), kv_head, kv_heads,
+                block_size);
+}
 
 // residual[r] = table[tokens[r]], converted to float32.
 cudaError_t launch_embedding(const int32_t* tokens, const bf16* table, int64_t hidden, int rows,

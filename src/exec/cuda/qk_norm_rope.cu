@@ -86,7 +86,9 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
 
   int clamped = 0;  // FP8: this lane's stored values beyond e4m3's range (or NaN)
   const bool fp8 = cache.fp8();
-  const int64_t k_at = slot * kv_size + (head - shape.num_heads) * hd;
+  const int bs = cache.block_size;
+  const int64_t k_at =
+      is_q || slot < 0 ? 0 : kv_slot_row(slot, kv_head, shape.num_kv_heads, bs) * hd;
   const bool store_k = !is_q && slot >= 0;
 #pragma unroll
   for (int j = 0; j < kHalfPer; ++j) {
@@ -113,7 +115,7 @@ __global__ void qk_norm_rope_store_kernel(float* qkv, AttentionShape shape, cons
     }
   }
   if (!is_q && slot >= 0) {
-    const int64_t v_at = slot * kv_size + kv_head * hd;
+    const int64_t v_at = k_at;  // the same place in the V plane
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const int d = lane + 32 * j;
