@@ -84,9 +84,9 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
   if (std::getenv("PACELINE_DECODE_BENCH") == nullptr) {
     GTEST_SKIP() << "set PACELINE_DECODE_BENCH=1 to time the decode attention";
   }
-  // PACELINE_DECODE_BENCH_SHAPE="HEADS,KV_HEADS,HEAD_DIM": another shape, e.g. 4,1,128: one KV
-  // head, so that a tile's 16 keys are one contiguous run (2 KB in FP8) where Qwen3-8B's are 16
-  // pieces of 128 bytes 1 KB apart; the same kernel and occupancy, the copies' pattern alone.
+  // PACELINE_DECODE_BENCH_SHAPE="HEADS,KV_HEADS,HEAD_DIM": another shape, e.g. 4,1,128 (one KV
+  // head) or 64,8,128 (groups of 8). Since the cache is head-major inside each block (session
+  // 31) a tile's 16 keys are one contiguous run in every shape.
   cuda::AttentionShape shape{32, 8, 128};
   if (const char* given = std::getenv("PACELINE_DECODE_BENCH_SHAPE")) {
     ASSERT_EQ(std::sscanf(given, "%d,%d,%d", &shape.num_heads, &shape.num_kv_heads,
