@@ -129,7 +129,7 @@ struct KeySource {
   const int32_t* blocks;  // the sequence's block table
   int block_size;
   int shift;  // log2(block_size) when it is a power of two, else -1
-  int kv_size;
+  int kv_heads;
   int kv_head;
   int last_pos;
 
@@ -138,7 +138,7 @@ struct KeySource {
   __device__ __forceinline__ int64_t row(int key) const {
     const int block = shift >= 0 ? key >> shift : key / block_size;
     const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
-    return kv_row(blocks[block], offset, kv_head, kv_size / HD, block_size) * HD;
+    return kv_row(blocks[block], offset, kv_head, kv_heads, block_size) * HD;
   }
 };
 
@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const KeySource src{in.blocks + in.seq_block_offset[seq],
                       bs,
                       (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1,
-                      kv_size,
+                      shape.num_kv_heads,
                       kv_head,
                       in.positions[first_row + tile_rows - 1]};
   const int last_pos = src.last_pos;

@@ -88,7 +88,7 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 template <int HD>
 __device__ __forceinline__ void load_chunk_bf16(bf16* k_s, bf16* v_s, int base, int last_pos,
                                                 const int32_t* blocks, const LayerCache& cache,
-                                                int kv_size, int kv_head) {
+                                                int kv_heads, int kv_head) {
   constexpr int kStride = Smem<HD>::kStride;
   constexpr int kVecPerRow = HD / 8;  // 8 elements (16 bytes of bf16) per vector
   const int bs = cache.block_size;
@@ -108,7 +108,7 @@ __device__ __forceinline__ void load_chunk_bf16(bf16* k_s, bf16* v_s, int base, 
     }
     const int block = pow2 ? key >> shift : key / bs;
     const int offset = pow2 ? key & (bs - 1) : key % bs;
-    const int64_t at = kv_row(blocks[block], offset, kv_head, kv_size / HD, bs) * HD + d;
+    const int64_t at = kv_row(blocks[block], offset, kv_head, kv_heads, bs) * HD + d;
     cp_async16(kd, cache.k + at);
     cp_async16(vd, cache.v + at);
   }
@@ -126,7 +126,7 @@ __device__ __forceinline__ void load_chunk_bf16(bf16* k_s, bf16* v_s, int base, 
 template <int HD>
 __device__ __forceinline__ void load_chunk_fp8(bf16* k_s, bf16* v_s, int base, int last_pos,
                                                const int32_t* blocks, const LayerCache& cache,
-                                               int kv_size, int kv_head) {
+                                               int kv_heads, int kv_head) {
   constexpr int kStride = Smem<HD>::kStride;
   constexpr int kVecPerRow = HD / 8;
   constexpr int kPer = kKeys * kVecPerRow / kThreads;
@@ -148,7 +148,7 @@ __device__ __forceinline__ void load_chunk_fp8(bf16* k_s, bf16* v_s, int base, i
         const int block = pow2 ? key >> shift : key / bs;
         const int offset = pow2 ? key & (bs - 1) : key % bs;
         const int64_t at =
-            kv_row(blocks[block], offset, kv_head, kv_size / HD, bs) * HD + (i % kVecPerRow) * 8;
+            kv_row(blocks[block], offset, kv_head, kv_heads, bs) * HD + (i % kVecPerRow) * 8;
         kr[n] = *reinterpret_cast<const uint2*>(cache.k8 + at);
         vr[n] = *reinterpret_cast<const uint2*>(cache.v8 + at);
       }
@@ -168,11 +168,11 @@ __device__ __forceinline__ void load_chunk_fp8(bf16* k_s, bf16* v_s, int base, i
 template <int HD, bool FP8>
 __device__ __forceinline__ void load_chunk(bf16* k_s, bf16* v_s, int base, int last_pos,
                                            const int32_t* blocks, const LayerCache& cache,
-                                           int kv_size, int kv_head) {
+                                           int kv_heads, int kv_head) {
   if constexpr (FP8) {
-    load_chunk_fp8<HD>(k_s, v_s, base, last_pos, blocks, cache, kv_size, kv_head);
+    load_chunk_fp8<HD>(k_s, v_s, base, last_pos, blocks, cache, kv_heads, kv_head);
   } else {
-    load_chunk_bf16<HD>(k_s, v_s, base, last_pos, blocks, cache, kv_size, kv_head);
+    load_chunk_bf16<HD>(k_s, v_s, base, last_pos, blocks, cache, kv_heads, kv_head);
   }
 }
 
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int last_pos = in.positions[first_row + tile_rows - 1];
   const int32_t* blocks = in.blocks + in.seq_block_offset[seq];
   // The first chunk is on its way while q is staged.
-  load_chunk<HD, FP8>(k_base, v_base, 0, last_pos, blocks, cache, kv_size, kv_head);
+  load_chunk<HD, FP8>(k_base, v_base, 0, last_pos, blocks, cache, shape.num_kv_heads, kv_head);
 
   // q of every slot (row, head of the group) in shared memory as bf16, pre-scaled by
   // log2(e) / sqrt(head_dim); slots past the tile's rows are zeros.
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     if (base + kKeys <= last_pos) {
       load_chunk<HD, FP8>(k_base + (stage ^ 1) * kChunk, v_base + (stage ^ 1) * kChunk,
-                          base + kKeys, last_pos, blocks, cache, kv_size, kv_head);
+                          base + kKeys, last_pos, blocks, cache, shape.num_kv_heads, kv_head);
     }
     if (base > warp_last) continue;
     const bf16* k_s = k_base + stage * kChunk;

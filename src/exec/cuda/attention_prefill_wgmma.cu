@@ -81,7 +81,7 @@ struct ChunkSource {
   const int32_t* blocks;  // the sequence's block table
   int block_size;
   int shift;  // log2(block_size) when it is a power of two, else -1
-  int kv_size;
+  int kv_heads;
   int kv_head;
   int last_pos;
 
@@ -93,7 +93,7 @@ struct ChunkSource {
   // table's entry for it, read by the caller).
   __device__ __forceinline__ int64_t element_in(int block, int key, int first) const {
     const int offset = shift >= 0 ? key & (block_size - 1) : key % block_size;
-    return kv_row(block, offset, kv_head, kv_size / kHeadDim, block_size) * kHeadDim + first;
+    return kv_row(block, offset, kv_head, kv_heads, block_size) * kHeadDim + first;
   }
   // The first element of key's 16-byte bf16 chunk c.
   __device__ __forceinline__ int64_t element(int key, int c) const {
@@ -453,7 +453,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const ChunkSource src{in.blocks + in.seq_block_offset[seq],
                         bs,
                         (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1,
-                        kv_size,
+                        shape.num_kv_heads,
                         kv_head,
                         in.positions[first_row + tile_rows - 1]};
   const int num_chunks = src.last_pos / kKeys + 1;
@@ -716,7 +716,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const ChunkSource src{in.blocks + in.seq_block_offset[seq],
                         bs,
                         (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1,
-                        kv_size,
+                        shape.num_kv_heads,
                         kv_head,
                         in.positions[first_row + tile_rows - 1]};
   const int num_chunks = src.last_pos / kKeys + 1;
@@ -978,12 +978,12 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // A bf16 cache plane as a 2-D tensor of rows of one KV head (kv_row, kernels.h: [blocks x KV
 // heads x block_size][head_dim]) whose boxes are one block's keys of one head, 64 columns, in the
 // 128-byte swizzle the MMAs read. False where the driver has no encoder or refuses the shape.
-bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_size,
+bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_heads, int block_size,
                    CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
-                              static_cast<cuuint64_t>(num_slots) * (kv_size / kHeadDim)};
+                              static_cast<cuuint64_t>(num_slots) * kv_heads};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kHeadDim) * sizeof(bf16)};
   const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(block_size)};
   const cuuint32_t element_strides[2] = {1, 1};
@@ -996,12 +996,12 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_size, int block_
 // An FP8 cache plane as a 2-D tensor of rows of one KV head (bytes), whose boxes are one block's
 // keys of one head (128 bytes a key, one contiguous run), unswizzled: the rows the FP8 producer
 // widens from.
-bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_size, int block_size,
+bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_heads, int block_size,
                     CUtensorMap* map) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
-                              static_cast<cuuint64_t>(num_slots) * (kv_size / kHeadDim)};
+                              static_cast<cuuint64_t>(num_slots) * kv_heads};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kHeadDim)};
   const cuuint32_t box[2] = {kHeadDim, static_cast<cuuint32_t>(block_size)};
   const cuuint32_t element_strides[2] = {1, 1};
@@ -1016,14 +1016,14 @@ bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_size, int bl
 bool bulk_tensor_maps(AttentionShape shape, LayerCache cache, CUtensorMap* k_map,
                       CUtensorMap* v_map) {
   const int bs = cache.block_size;
-  const int kv_size = shape.num_kv_heads * kHeadDim;
+  const int kv_heads = shape.num_kv_heads;
   if (cache.num_slots <= 0 || bs % 8 != 0 || kKeys % bs != 0) return false;
   if (cache.fp8()) {
-    return kv8_tensor_map(cache.k8, cache.num_slots, kv_size, bs, k_map) &&
-           kv8_tensor_map(cache.v8, cache.num_slots, kv_size, bs, v_map);
+    return kv8_tensor_map(cache.k8, cache.num_slots, kv_heads, bs, k_map) &&
+           kv8_tensor_map(cache.v8, cache.num_slots, kv_heads, bs, v_map);
   }
-  return kv_tensor_map(cache.k, cache.num_slots, kv_size, bs, k_map) &&
-         kv_tensor_map(cache.v, cache.num_slots, kv_size, bs, v_map);
+  return kv_tensor_map(cache.k, cache.num_slots, kv_heads, bs, k_map) &&
+         kv_tensor_map(cache.v, cache.num_slots, kv_heads, bs, v_map);
 }
 
 // The warp-specialized kernel for a bf16 cache copied by bulk tensor copies and for an FP8 cache
