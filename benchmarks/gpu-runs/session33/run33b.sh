@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Prepared in session 32 for the call after run33a.sh (same bundle; carry ["gpu-pack"]; about
+# 4 minutes; results packed into $OUT/f.tar.gz after each part):
+# 1. Where the FP8 decode kernel's time goes at 32k x 16 on an H200 (ncu, every section): main's
+#    (B) reads at 81% of the copy figure there where bf16 reads at 101% (session 32); then A's
+#    (fp8-decode-cvt).
+# 2. The decode GEMMs at 1 to 128 rows, small-M against cuBLASLt, each projection's GB/s: the
+#    batch-64 step at 1k is 1.8 ms above its weights floor outside the attention (session 32).
+cd "$(dirname "$0")/../../.."  # the repository root
+[ -d gpu-bundle ] || tar -xJf gpu-pack/gpu-bundle.tar.xz
+export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
+S=$OUT/f; mkdir -p $S
+pack() { tar -czf $OUT/f.tar.gz -C $OUT f; }
+# main's binaries alone in a folder of their own for gpu_check's profile.
+mkdir -p gm && cp gpu-bundle/paceline_old gm/paceline && cp gpu-bundle/cuda_tests_old gm/cuda_tests &&
+  cp gpu-bundle/COMMIT_old gm/COMMIT && ln -sfn ../gpu-bundle/lib gm/lib
+BIN_DIR=gm COMPARE_ONLY=1 QUICK=1 PROFILE_DECODE=1 OUT_DIR=$S/profile_b timeout 150 scripts/gpu_check
+rm -f $S/profile_b/*.ncu-rep
+pack
+COMPARE_ONLY=1 QUICK=1 PROFILE_DECODE=1 OUT_DIR=$S/profile_a timeout 150 scripts/gpu_check
+rm -f $S/profile_a/*.ncu-rep
+pack
+PACELINE_GEMM_BENCH=1 timeout 150 gm/cuda_tests --gtest_color=no \
+  --gtest_filter='CudaGemmBench.SmallMAgainstCublas' 2>&1 | grep -E '^\[ small-m bench' >$S/gemm_bench.txt
+pack
+cat $S/profile_b/summary.txt $S/profile_a/summary.txt $S/gemm_bench.txt
