@@ -4,7 +4,9 @@
 # 1. Where the FP8 decode kernel's time goes at 32k x 16 on an H200 (ncu, every section): main's
 #    (B) reads at 81% of the copy figure there where bf16 reads at 101% (session 32); then A's
 #    (fp8-decode-cvt).
-# 2. The decode GEMMs at 1 to 128 rows, small-M against cuBLASLt, each projection's GB/s: the
+# 2. The bf16 decode kernel at 1k x 1 (main's): 11.7 us a layer in session 32's step timeline
+#    for 4 MB of KV, 11.7 of the 22 us a layer the batch-1 step at 1k is above its weights floor.
+# 3. The decode GEMMs at 1 to 128 rows, small-M against cuBLASLt, each projection's GB/s: the
 #    batch-64 step at 1k is 1.8 ms above its weights floor outside the attention (session 32).
 cd "$(dirname "$0")/../../.."  # the repository root
 [ -d gpu-bundle ] || tar -xJf gpu-pack/gpu-bundle.tar.xz
@@ -20,7 +22,11 @@ pack
 COMPARE_ONLY=1 QUICK=1 PROFILE_DECODE=1 OUT_DIR=$S/profile_a timeout 150 scripts/gpu_check
 rm -f $S/profile_a/*.ncu-rep
 pack
+BIN_DIR=gm COMPARE_ONLY=1 QUICK=1 PROFILE_DECODE=bf16 PROFILE_DECODE_CASE=1024,1 \
+  OUT_DIR=$S/profile_1k timeout 120 scripts/gpu_check
+rm -f $S/profile_1k/*.ncu-rep
+pack
 PACELINE_GEMM_BENCH=1 timeout 150 gm/cuda_tests --gtest_color=no \
   --gtest_filter='CudaGemmBench.SmallMAgainstCublas' 2>&1 | grep -E '^\[ small-m bench' >$S/gemm_bench.txt
 pack
-cat $S/profile_b/summary.txt $S/profile_a/summary.txt $S/gemm_bench.txt
+cat $S/profile_b/summary.txt $S/profile_a/summary.txt $S/profile_1k/summary.txt $S/gemm_bench.txt
