@@ -29,4 +29,19 @@ pack
 PACELINE_GEMM_BENCH=1 timeout 150 gm/cuda_tests --gtest_color=no \
   --gtest_filter='CudaGemmBench.SmallMAgainstCublas' 2>&1 | grep -E '^\[ small-m bench' >$S/gemm_bench.txt
 pack
+# 4. ncu of the small-M GEMM on o_proj (the projection furthest from the copy rate) at 64 rows
+#    and at 1 (the 31st launch of each kernel size in the bench's o_proj rows: warmed up).
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+for nt in 8 1; do
+  PACELINE_GEMM_BENCH=1 PACELINE_GEMM_BENCH_SHAPE=o_proj timeout 120 $ncu --clock-control none \
+    --set full --kernel-name-base demangled -k "regex:gemm_small_m_kernel<$nt," --launch-skip 30 \
+    --launch-count 1 -f -o $S/gemm_nt$nt gm/cuda_tests --gtest_color=no \
+    --gtest_filter='CudaGemmBench.SmallMAgainstCublas' >$S/gemm_nt${nt}_run.txt 2>&1
+  $ncu -i $S/gemm_nt$nt.ncu-rep --page details >$S/gemm_nt${nt}_details.txt 2>&1
+  $ncu -i $S/gemm_nt$nt.ncu-rep --page source --print-source sass --csv >$S/gemm_nt${nt}_sass.csv 2>&1
+  tools/ncu_sass_summary $S/gemm_nt${nt}_sass.csv >$S/gemm_nt${nt}_stalls.txt 2>&1
+  rm -f $S/gemm_nt$nt.ncu-rep $S/gemm_nt${nt}_sass.csv
+  pack
+done
+grep -E "Duration|Memory Throughput|DRAM Throughput" $S/gemm_nt*_details.txt
 cat $S/profile_b/summary.txt $S/profile_a/summary.txt $S/profile_1k/summary.txt $S/gemm_bench.txt
