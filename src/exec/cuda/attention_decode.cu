@@ -224,12 +224,6 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       if (more) next_row = row_at(cur, next_key, next_block);
     }
     cp_async_wait<0>();
-    if constexpr (FP8) {  // V was read times 2^-8: exact in f32
-#pragma unroll
-      for (int mt = 0; mt < L::kSteps; ++mt) {
-        acc[mt][0] *= 256.0f, acc[mt][1] *= 256.0f, acc[mt][2] *= 256.0f, acc[mt][3] *= 256.0f;
-      }
-    }
 
     const ItemPlace done = cur;
     const int next = item + gridDim.x;
