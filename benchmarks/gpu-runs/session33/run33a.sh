@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Not run: session 33 ran run33c.sh, which covers its first two parts, on an H100.)
 # Prepared in session 32 for the next device call. Bundle (16 MiB, carry ["gpu-pack"]):
 # A = branch fp8-decode-cvt (the FP8 decode attention widens e4m3 to f16 by the conversion
 # instruction: a byte permute and one cvt a pair, where main's integer widening takes seven

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Session 33 ran its bf16 1k x 1 profile and its GEMM bench alone, on an H100; the FP8 profiles and the GEMM ncu wait for an H200.)
 # Prepared in session 32 for the call after run33a.sh (same bundle; carry ["gpu-pack"]; about
 # 4 minutes; results packed into $OUT/f.tar.gz after each part):
 # 1. Where the FP8 decode kernel's time goes at 32k x 16 on an H200 (ncu, every section): main's

@@ -124,7 +124,7 @@ struct HeadLayout {
   __device__ static int v_element(int w, int g) {
     return (w / kCV) * 16 * kCV + g * 2 * kCV + 2 * (w % kCV);
   }
-  // An FP8 tile read as f16 (kv_fp8.cuh's integer widening) pairs the elements of each four
+  // An FP8 tile read as f16 (kv_fp8.cuh's e4m3x4_to_f16_pairs) pairs the elements of each four
   // bytes as (0, 2) and (1, 3), so word j of a piece of N >= 2 words holds elements pair_lo(j)
   // and pair_lo(j) + 2 of the piece (N = 1: 0 and 1); q and Oᵀ's rows follow the same order.
   __device__ static constexpr int pair_lo(int j, int n) { return n == 1 ? 0 : 4 * (j / 2) + j % 2; }

@@ -143,28 +143,8 @@ __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uin
   }
 }
 
-// Four e4m3 bytes (elements e .. e + 3, the low one first) as two f16 pairs, exactly, by the
-// conversion instruction (sm_89+): the bytes regrouped (e, e + 2) and (e + 1, e + 3) by one
-// byte permute, then one conversion a pair, in HeadLayout's pair order (pair_lo). Three
-// instructions for four values where the integer widening took seven.
-__device__ __forceinline__ void e4m3x4_to_f16_pairs(uint32_t r, uint32_t& even, uint32_t& odd) {
-  asm("{\n.reg .b16 lo, hi;\n.reg .b32 p;\n"
-      "prmt.b32 p, %2, 0, 0x3120;\n"
-      "mov.b32 {lo, hi}, p;\n"
-      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
-      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
-      : "=r"(even), "=r"(odd)
-      : "r"(r));
-}
-// Two e4m3 bytes (the low one first) as one f16 pair in order.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two) {
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
-  return h;
-}
-
 // N words (N = 1, 2 or 4) of f16 pairs from 2N e4m3 bytes in shared memory, in HeadLayout's pair
-// order (pair_lo), by the conversion instruction.
+// order (pair_lo), by the conversion instruction (kv_fp8.cuh).
 template <int N>
 __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t* src) {
   if constexpr (N == 4) {
@@ -183,11 +163,13 @@ __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t*
 // its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
 //
 // FP8 (a tile of Fp8Layout): each lane reads the e4m3 bytes of the same fragments and widens them
-// in registers, exactly, to f16 by the conversion instruction (e4m3x4_to_f16_pairs); q and p
-// are f16 and the products f16. (Branch fp8-decode-cvt, session 32: main widens by integer
-// operations to the values times 2^-8 and takes the 2^8 back in f32; widening to bf16 took a
-// conversion and three more operations per pair, 71-76% of the copy rate at 32k-128k x 16 where
-// the integer widening reached 87-93% on the H100; docs/performance.md.)
+// in registers, exactly, to f16 by the conversion instruction (e4m3x4_to_f16_pairs, kv_fp8.cuh);
+// q and p are f16, the products accumulate in f32. Until session 33 the widening was by integer
+// operations to the values times 2^-8, with the 2^8 taken back in f32 (seven operations for four
+// values where the conversion takes three: the FP8 kernel 0.6-0.8% faster at 32k x 16 and 128k x
+// 4 on an H100); before session 13, to bf16 by a conversion and three more operations a pair
+// (71-76% of the copy rate at 32k-128k x 16 where the f16 widening reached 87-93%;
+// docs/performance.md).
 template <int HD, bool FP8 = false>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],

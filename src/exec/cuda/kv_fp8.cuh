@@ -19,24 +19,6 @@ __host__ __device__ constexpr uint32_t f16x2_to_bf16x2_scaled(uint32_t h) {
   return ((h >> 3) & 0x0fff0fffu) | (h & 0x80008000u);
 }
 
-// Four e4m3 bytes (the low one first: elements e, e + 1, e + 2, e + 3) as two f16 pairs of their
-// values times 2^-8, with integer operations only: "even" gives (e, e + 2), "odd" (e + 1, e + 3).
-// An e4m3 byte s eeee mmm placed as f16 bits s 0 eeee mmm 0000000 is 2^(eeee - 15) x 1.mmm, the
-// value (2^(eeee - 7) x 1.mmm) times 2^-8, and a subnormal e4m3 (eeee = 0) lands on the f16
-// subnormal of the same ratio: exact for every byte but NaN (which comes out finite). The FP8
-// decode kernel multiplies on f16 tensor cores and takes the 2^8 back in f32, so it needs no
-// conversion instruction (tests/cuda/cuda_fp8_widen_test.cpp checks every pair of bytes).
-__host__ __device__ constexpr uint32_t e4m3x4_even_to_f16x2_scaled(uint32_t r) {
-  return ((r << 8) & 0x80008000u) | ((r << 7) & 0x3f803f80u);
-}
-__host__ __device__ constexpr uint32_t e4m3x4_odd_to_f16x2_scaled(uint32_t r) {
-  return (r & 0x80008000u) | ((r >> 1) & 0x3f803f80u);
-}
-// Two e4m3 bytes (the low one first) as one f16 pair in order, times 2^-8.
-__host__ __device__ constexpr uint32_t e4m3x2_to_f16x2_scaled(uint32_t two) {
-  return e4m3x4_even_to_f16x2_scaled((two & 0xffu) | (two & 0xff00u) << 8);
-}
-
 // The rest is device code (host compilers see only the function above).
 #if defined(__CUDACC__)
 
@@ -70,6 +52,27 @@ __device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint16_t two) {
   const __nv_bfloat162 b =
       __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&scaled), __nv_bfloat162(two_112));
   return *reinterpret_cast<const uint32_t*>(&b);
+}
+
+// Four e4m3 bytes (elements e .. e + 3, the low one first) as two f16 pairs, exactly, by the
+// conversion instruction (sm_89+): one byte permute regroups them (e, e + 2) and (e + 1, e + 3),
+// then one conversion a pair (the FP8 decode attention's order, HeadLayout::pair_lo: the order
+// of a dot product's terms is free). Three instructions for four values; the integer widening
+// to the values times 2^-8 that the kernel used until session 33 took seven.
+__device__ __forceinline__ void e4m3x4_to_f16_pairs(uint32_t r, uint32_t& even, uint32_t& odd) {
+  asm("{\n.reg .b16 lo, hi;\n.reg .b32 p;\n"
+      "prmt.b32 p, %2, 0, 0x3120;\n"
+      "mov.b32 {lo, hi}, p;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+      : "=r"(even), "=r"(odd)
+      : "r"(r));
+}
+// Two e4m3 bytes (the low one first) as one f16 pair in order.
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two) {
+  uint32_t h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
+  return h;
 }
 
 // Eight e4m3 bytes as eight f16 (16 bytes), in order and exactly: one conversion instruction a
