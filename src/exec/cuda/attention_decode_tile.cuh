@@ -166,7 +166,7 @@ __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t*
 // in registers, exactly, to f16 by the conversion instruction (e4m3x4_to_f16_pairs, kv_fp8.cuh);
 // q and p are f16, the products accumulate in f32. Until session 33 the widening was by integer
 // operations to the values times 2^-8, with the 2^8 taken back in f32 (seven operations for four
-// values where the conversion takes three: the FP8 kernel 0.6-0.8% faster at 32k x 16 and 128k x
+// values where the conversion takes three: the FP8 kernel 0.5-0.9% faster at 32k x 16 and 128k x
 // 4 on an H100); before session 13, to bf16 by a conversion and three more operations a pair
 // (71-76% of the copy rate at 32k-128k x 16 where the f16 widening reached 87-93%;
 // docs/performance.md).
