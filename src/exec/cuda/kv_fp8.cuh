@@ -38,15 +38,20 @@ __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t two) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
+// Two e4m3 bytes (the low one first) as one f16 pair in order, exactly (sm_89+).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two) {
+  uint32_t h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
+  return h;
+}
+
 // Two e4m3 bytes as a bf16 pair in one word (the low byte in the low half), exactly: the hardware
 // conversion to an f16 pair (sm_89+), the bits moved into bf16 as above, and a multiplication by
 // 2^112, exact for these normal values. One conversion instruction per pair, where going through
 // f32 took three (e4m3 to f16, f16 to f32 twice, f32 to bf16 counted as one). An e4m3 NaN (never
 // stored: the store saturates, and only a NaN activation gives one) comes out finite.
 __device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint16_t two) {
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
-  const uint32_t scaled = f16x2_to_bf16x2_scaled(h);
+  const uint32_t scaled = f16x2_to_bf16x2_scaled(e4m3x2_to_f16x2(two));
   __nv_bfloat162_raw two_112;
   two_112.x = two_112.y = 0x7780;  // 2^112
   const __nv_bfloat162 b =
@@ -67,12 +72,6 @@ __device__ __forceinline__ void e4m3x4_to_f16_pairs(uint32_t r, uint32_t& even, 
       "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
       : "=r"(even), "=r"(odd)
       : "r"(r));
-}
-// Two e4m3 bytes (the low one first) as one f16 pair in order.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t two) {
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
-  return h;
 }
 
 // Eight e4m3 bytes as eight f16 (16 bytes), in order and exactly: one conversion instruction a
