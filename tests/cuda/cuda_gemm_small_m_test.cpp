@@ -414,6 +414,70 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
 
 // Host side, no GPU needed: one-token sequences are laid out first, logit rows stay in the
 // plan's order, and small_gemm_rows counts the one-token rows.
+// gate_up and SwiGLU in one call (launch_gemm_small_m_swiglu): the bits of the plain call
+// followed by the SwiGLU kernel on its gate and up in turns, for a row alone and in groups of up
+// to four, through a cluster of split-K pieces and without one (k 64: one piece). And
+// Gemm::run_swiglu in a mixed call, its decode rows by the small-M kernel and its prefill rows by
+// cuBLASLt and the SwiGLU kernel: the bits of run_f32 followed by that kernel. The outputs start
+// as different garbage, so an element neither path writes fails too.
+TEST(CudaGemmSmallM, SwigluInTheEpilogueGivesTheBitsOfTheGemmThenTheKernel) {
+  PACELINE_REQUIRE_GPU();
+  struct SwigluShape {
+    const char* name;
+    int64_t k, width;
+  };
+  uint64_t seed = 71;
+  for (const SwigluShape s : {SwigluShape{"gate_up_proj", 4096, 12288},
+                              SwigluShape{"one_piece", 64, 128}, SwigluShape{"odd_k", 328, 192}}) {
+    const int64_t n = 2 * s.width;
+    const cuda::SmallMPlan plan = cuda::gemm_small_m_plan(s.k, n);
+    SCOPED_TRACE(::testing::Message() << s.name << " (" << plan.pieces << " pieces)");
+    const std::vector<uint16_t> hx = random_bf16(static_cast<size_t>(kCapRows * s.k), seed++);
+    DeviceBuffer x(static_cast<size_t>(cuda::gemm_buffer_rows(kCapRows) * s.k) * 2);
+    PACELINE_CUDA_CHECK(cudaMemset(x.as<void>(), 0, x.bytes()));
+    PACELINE_CUDA_CHECK(cudaMemcpy(x.as<void>(), hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+    const DeviceBuffer w = testing::upload(random_bf16(static_cast<size_t>(n * s.k), seed++));
+    DeviceBuffer gate_up(static_cast<size_t>(cuda::gemm_buffer_rows(kCapRows) * n) * 4);
+    DeviceBuffer want(static_cast<size_t>(kCapRows * s.width) * 2), got(want.bytes());
+    auto outputs = [&](int64_t rows) {
+      PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto size = static_cast<size_t>(rows * s.width);
+      return std::make_pair(testing::download<uint16_t>(want, size),
+                            testing::download<uint16_t>(got, size));
+    };
+    auto garbage = [&] {
+      PACELINE_CUDA_CHECK(cudaMemset(want.as<void>(), 0x00, want.bytes()));
+      PACELINE_CUDA_CHECK(cudaMemset(got.as<void>(), 0xff, got.bytes()));
+    };
+    for (const int rows : {1, 17, 64, 200}) {
+      garbage();
+      ASSERT_EQ(cuda::launch_gemm_small_m(x.as<bf16>(), rows, s.k, w.as<bf16>(), n,
+                                          gate_up.as<float>(), false, 0.0f, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cuda::launch_swiglu(gate_up.as<float>(), s.width, rows, want.as<bf16>(), nullptr,
+                                    cuda::kSwigluTurn),
+                cudaSuccess);
+      ASSERT_EQ(cuda::launch_gemm_small_m_swiglu(x.as<bf16>(), rows, s.k, w.as<bf16>(), s.width,
+                                                 got.as<bf16>(), nullptr),
+                cudaSuccess);
+      const auto [a, b] = outputs(rows);
+      EXPECT_EQ(a, b) << rows << " rows";
+    }
+    cuda::Gemm g(nullptr);
+    g.set_small_m(true);
+    constexpr int64_t kMixed = 45, kDecode = 5;
+    garbage();
+    g.run_f32(x.as<bf16>(), kMixed, s.k, w.as<bf16>(), n, gate_up.as<float>(), 0.0f, kDecode);
+    ASSERT_EQ(cuda::launch_swiglu(gate_up.as<float>(), s.width, kMixed, want.as<bf16>(), nullptr,
+                                  cuda::kSwigluTurn),
+              cudaSuccess);
+    g.run_swiglu(x.as<bf16>(), kMixed, s.k, w.as<bf16>(), s.width, gate_up.as<float>(),
+                 got.as<bf16>(), kDecode);
+    const auto [a, b] = outputs(kMixed);
+    EXPECT_EQ(a, b) << "a mixed call";
+  }
+}
+
 TEST(CudaGemmSmallM, StepLayoutPutsOneTokenSequencesFirst) {
   const std::vector<int32_t> table = {0, 1, 2, 3};
   StepPlan plan;

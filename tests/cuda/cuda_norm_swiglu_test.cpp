@@ -100,9 +100,54 @@ TEST(CudaSwiglu, FourElementsAThreadGiveTheBitsOfOne) {
   EXPECT_LT(worst, 1.0 / 128);
 }
 
+// gate_up with gate and up in turns of 64 columns (the small-M GEMM's layout, gate_up_layout.h)
+// gives the bits of the same values in halves, four elements a thread and one.
+TEST(CudaSwiglu, GateAndUpInTurnsGiveTheBitsOfHalves) {
+  PACELINE_REQUIRE_GPU();
+  constexpr int kRows = 3;
+  constexpr int64_t kWidth = 384, kTurn = cuda::kSwigluTurn;
+  std::vector<float> halves(static_cast<size_t>(kRows * 2 * kWidth));
+  testing::FastRandom rng(13);
+  for (float& v : halves) v = 16.0f * rng.uniform() - 8.0f;
+  // One spare element in front, for the unaligned call (one element a thread).
+  std::vector<float> turns(halves.size() + 1);
+  for (int r = 0; r < kRows; ++r) {
+    for (int64_t i = 0; i < kWidth; ++i) {
+      const auto at = static_cast<size_t>(r * 2 * kWidth + (i / kTurn) * 2 * kTurn + i % kTurn);
+      turns[1 + at] = halves[static_cast<size_t>(r * 2 * kWidth + i)];
+      turns[1 + at + kTurn] = halves[static_cast<size_t>(r * 2 * kWidth + kWidth + i)];
+    }
+  }
+  const std::vector<float> turns_aligned(turns.begin() + 1, turns.end());
+  const cuda::DeviceBuffer d_halves = testing::upload(halves);
+  const cuda::DeviceBuffer d_turns = testing::upload(turns),
+                           d_aligned = testing::upload(turns_aligned);
+  const size_t out = static_cast<size_t>(kRows * kWidth);
+  cuda::DeviceBuffer want(out * 2), four(out * 2), one(out * 2);
+  ASSERT_EQ(
+      cuda::launch_swiglu(d_halves.as<float>(), kWidth, kRows, want.as<cuda::bf16>(), nullptr),
+      cudaSuccess);
+  ASSERT_EQ(cuda::launch_swiglu(d_aligned.as<float>(), kWidth, kRows, four.as<cuda::bf16>(),
+                                nullptr, kTurn),
+            cudaSuccess);
+  ASSERT_EQ(cuda::launch_swiglu(d_turns.as<float>() + 1, kWidth, kRows, one.as<cuda::bf16>(),
+                                nullptr, kTurn),
+            cudaSuccess);
+  PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto h_want = testing::download<uint16_t>(want, out);
+  EXPECT_EQ(testing::download<uint16_t>(four, out), h_want);
+  EXPECT_EQ(testing::download<uint16_t>(one, out), h_want);
+  // A turn that does not divide the width is refused.
+  EXPECT_EQ(cuda::launch_swiglu(d_aligned.as<float>(), kWidth, kRows, four.as<cuda::bf16>(),
+                                nullptr, 100),
+            cudaErrorInvalidValue);
+}
+
 }  // namespace
 }  // namespace paceline
 
 #else
-TEST(CudaRmsNorm, NeedsCudaBuild) { GTEST_SKIP() << "this build has no CUDA"; }
+TEST(CudaRmsNorm, NeedsCudaBuild) {
+  GTEST_SKIP() << "this build has no CUDA";
+}
 #endif

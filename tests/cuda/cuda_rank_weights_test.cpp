@@ -14,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "exec/cuda/gate_up_layout.h"
+#include "exec/cuda/gemm_small_m.h"
 #include "exec/cuda/gpu_weights.h"
 #include "model/tensor_parallel_slices.h"
 
@@ -70,28 +72,39 @@ std::vector<uint16_t> expected(const Weights& w, const std::vector<TensorSlice>&
 
 TEST(CudaRankWeights, EachMatrixHoldsItsRanksSlices) {
   PACELINE_REQUIRE_GPU();
-  const ModelConfig c = splittable_config();
-  for (const DType dtype : {DType::kBF16, DType::kF32}) {
-    const auto w = make_dummy_weights(c, 17, dtype);
-    for (int world : {1, 2, 4}) {
-      const TensorParallelShape shape = tensor_parallel_shape(c, world);
-      for (int rank = 0; rank < world; ++rank) {
-        const cuda::GpuWeights g = cuda::gpu_weights_upload(c, *w, shape, rank);
-        SCOPED_TRACE(::testing::Message()
-                     << dtype_name(dtype) << ", world " << world << ", rank " << rank);
-        for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-          const RankLayerSlices s = rank_layer_slices(c, shape, rank, layer);
-          const cuda::GpuLayerWeights& l = g.layers[static_cast<size_t>(layer)];
-          EXPECT_EQ(download(l.qkv_proj), expected(*w, s.qkv)) << "layer " << layer;
-          EXPECT_EQ(download(l.o_proj), expected(*w, {s.o_proj})) << "layer " << layer;
-          EXPECT_EQ(download(l.gate_up_proj), expected(*w, s.gate_up)) << "layer " << layer;
-          EXPECT_EQ(download(l.down_proj), expected(*w, {s.down})) << "layer " << layer;
+  for (const int64_t intermediate : {80, 256}) {  // 256: in turns of 64 up to two ranks
+    ModelConfig c = splittable_config();
+    c.intermediate_size = intermediate;
+    for (const DType dtype : {DType::kBF16, DType::kF32}) {
+      const auto w = make_dummy_weights(c, 17, dtype);
+      for (int world : {1, 2, 4}) {
+        const TensorParallelShape shape = tensor_parallel_shape(c, world);
+        for (int rank = 0; rank < world; ++rank) {
+          const cuda::GpuWeights g = cuda::gpu_weights_upload(c, *w, shape, rank);
+          SCOPED_TRACE(::testing::Message()
+                       << "intermediate " << intermediate << ", " << dtype_name(dtype) << ", world "
+                       << world << ", rank " << rank);
+          for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+            const RankLayerSlices s = rank_layer_slices(c, shape, rank, layer);
+            const cuda::GpuLayerWeights& l = g.layers[static_cast<size_t>(layer)];
+            EXPECT_EQ(download(l.qkv_proj), expected(*w, s.qkv)) << "layer " << layer;
+            EXPECT_EQ(download(l.o_proj), expected(*w, {s.o_proj})) << "layer " << layer;
+            // Gate and up rows in turns of 64 where the rank's MLP columns allow it
+            // (gate_up_layout.h), else every gate row then every up row.
+            const int64_t inter = s.gate_up.front().rows;
+            EXPECT_EQ(g.gate_up_turn, inter % cuda::kSwigluTurn == 0 ? cuda::kSwigluTurn : 0);
+            const std::vector<TensorSlice> turns =
+                cuda::gate_up_in_turns(s.gate_up, g.gate_up_turn);
+            EXPECT_EQ(download(l.gate_up_proj), expected(*w, turns.empty() ? s.gate_up : turns))
+                << "layer " << layer;
+            EXPECT_EQ(download(l.down_proj), expected(*w, {s.down})) << "layer " << layer;
+          }
+          EXPECT_EQ(download(g.lm_head), expected(*w, {rank_lm_head_slice(c, shape, rank)}));
+          // The embedding is whole on every rank.
+          const TensorSlice embed =
+              whole_tensor("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+          EXPECT_EQ(download(g.embed_tokens), expected(*w, {embed}));
         }
-        EXPECT_EQ(download(g.lm_head), expected(*w, {rank_lm_head_slice(c, shape, rank)}));
-        // The embedding is whole on every rank.
-        const TensorSlice embed =
-            whole_tensor("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
-        EXPECT_EQ(download(g.embed_tokens), expected(*w, {embed}));
       }
     }
   }

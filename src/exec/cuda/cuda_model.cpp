@@ -185,10 +185,15 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     PACELINE_CUDA_CHECK(launch_rms_norm(a.residual.as<float>(), nullptr,
                                         w.post_attention_norm.as<float>(), hidden, eps, n.rows,
                                         a.normed.as<bf16>(), stream_));
-    gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
-                  a.gate_up.as<float>(), 0.0f, small);
-    PACELINE_CUDA_CHECK(
-        launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
+    if (weights_.gate_up_turn > 0) {  // gate and up rows in turns (gate_up_layout.h)
+      gemm_.run_swiglu(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), inter,
+                       a.gate_up.as<float>(), a.act.as<bf16>(), small);
+    } else {
+      gemm_.run_f32(a.normed.as<bf16>(), n.rows, hidden, w.gate_up_proj.as<bf16>(), 2 * inter,
+                    a.gate_up.as<float>(), 0.0f, small);
+      PACELINE_CUDA_CHECK(
+          launch_swiglu(a.gate_up.as<float>(), inter, n.rows, a.act.as<bf16>(), stream_));
+    }
     gemm_.run_f32(a.act.as<bf16>(), n.rows, inter, w.down_proj.as<bf16>(), hidden,
                   a.residual.as<float>(), residual_beta, small);
     join_residual();

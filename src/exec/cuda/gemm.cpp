@@ -99,6 +99,28 @@ const Gemm::Plan& Gemm::plan(int64_t k, int64_t n, cudaDataType_t y_type, bool a
   return plans_.emplace(key, p).first->second;
 }
 
+void Gemm::run_swiglu(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t width,
+                      float* gate_up, bf16* act, int64_t small_rows) {
+  const int64_t decode = std::clamp<int64_t>(small_rows, 0, rows);
+  int64_t first = 0;  // the first row left to gate_up and the SwiGLU kernel
+  if (decode > 0 && small_m_ && small_m_supported(k)) {
+    for (int64_t r = 0; r < decode; r += kSmallMLaunchRows) {
+      PACELINE_CUDA_CHECK(launch_gemm_small_m_swiglu(
+          x + r * k, static_cast<int>(std::min(kSmallMLaunchRows, decode - r)), k, w, width,
+          act + r * width, stream_));
+    }
+    first = decode;
+  }
+  if (first == rows) return;
+  // As run_f32 would take rows [first, rows): decode rows by cuBLASLt's decode algorithm (small-M
+  // off), prefill rows by theirs.
+  run(x + first * k, rows - first, k, w, 2 * width, gate_up + first * 2 * width, CUDA_R_32F, 0.0f,
+      decode - first);
+  PACELINE_CUDA_CHECK(launch_swiglu(gate_up + first * 2 * width, width,
+                                    static_cast<int>(rows - first), act + first * width, stream_,
+                                    kSwigluTurn));
+}
+
 std::string Gemm::describe(int64_t k, int64_t n, bool accumulate, bool prefill) {
   const Plan& p = plan(k, n, CUDA_R_32F, accumulate, prefill);
   auto get = [&](cublasLtMatmulAlgoConfigAttributes_t a) {

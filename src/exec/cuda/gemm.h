@@ -78,6 +78,13 @@ class Gemm {
                float beta = 0.0f, int64_t small_rows = 0);
   void run_bf16(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t n, bf16* y,
                 int64_t small_rows = 0);
+  // gate_up and SwiGLU: w is gate_up_proj with gate and up rows in turns of kSwigluTurn
+  // (gate_up_layout.h), act[r] = silu(gate) * up (bf16, width columns). The decode rows that take
+  // the small-M kernel get act from it directly (launch_gemm_small_m_swiglu); the others go
+  // through gate_up (float32, 2 width columns in the same turns, rows as run_f32 lays them out)
+  // and the SwiGLU kernel. The same bits as run_f32 on gate_up followed by launch_swiglu.
+  void run_swiglu(const bf16* x, int64_t rows, int64_t k, const bf16* w, int64_t width,
+                  float* gate_up, bf16* act, int64_t small_rows = 0);
   void set_small_m(bool on) { small_m_ = on; }
   bool small_m() const { return small_m_; }
 

@@ -4,8 +4,11 @@
 
 #include <cooperative_groups.h>
 
+#include <type_traits>
+
 #include "exec/cuda/device_utils.cuh"
 #include "exec/cuda/programmatic_launch.cuh"
+#include "exec/cuda/swiglu.cuh"
 #include "exec/cuda/wgmma.cuh"
 #include "exec/cuda/wgmma_narrow.cuh"
 
@@ -84,11 +87,17 @@ constexpr int shared_bytes() {
 // rows of x, copied by cp.async kStages - 1 k-blocks ahead. The block's warpgroup multiplies the
 // two 64-feature halves of the tile by all 8 NT rows, four k-steps of 16 a stage
 // (wgmma.m64nNk16, both operands read from the swizzled stage through descriptors).
-template <int NT, typename Out>
+//
+// SWIGLU (gate_up with its weight rows interleaved in blocks of 64, gemm_small_m.h): the tile's
+// two 64-feature halves are gate and up of the same 64 columns of act, and the block writes
+// act = silu(gate) * up in bf16 (y_all: act, row pitch n / 2, beta unused) from the sums a plain
+// call would have written, so its bits are those of the plain call and the SwiGLU kernel.
+template <int NT, typename Out, bool SWIGLU = false>
 __global__ void __launch_bounds__(kThreads, 3)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t blocks_per_piece, int pieces) {
+  static_assert(!SWIGLU || std::is_same_v<Out, bf16>, "act is bf16");
   extern __shared__ __align__(128) unsigned char smem[];
   // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
   // weights or inputs meanwhile; it waits for this one before reading y.
@@ -105,7 +114,8 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int first_row = group * static_cast<int>(kSmallMRows);
   const int rows = min(static_cast<int>(kSmallMRows), all_rows - first_row);
   const bf16* x = x_all + static_cast<int64_t>(first_row) * k;
-  Out* y = y_all + static_cast<int64_t>(first_row) * n;
+  const int64_t y_pitch = SWIGLU ? n / 2 : n;
+  Out* y = y_all + static_cast<int64_t>(first_row) * y_pitch;
   const int64_t f_tile = tile * kFeatures;
   const int64_t kblocks = (k + kSmallMChunk - 1) / kSmallMChunk;
   const int64_t kb_begin = piece * blocks_per_piece;
@@ -199,6 +209,21 @@ __global__ void __launch_bounds__(kThreads, 3)
   // The feature of fragment i's element c (in the tile): the warp's 16-row slice of the
   // warpgroup's 64.
   const auto feature_of = [&](int i, int c) { return 64 * i + 16 * warp + g + (c >= 2 ? 8 : 0); };
+  if (pieces == 1 && SWIGLU) {
+    // Fragment 0 holds gate, fragment 1 up, of the same act columns [64 tile, + 64).
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = j * 8 + 2 * t + c % 2;
+        if (r < rows) {
+          y[r * y_pitch + tile * 64 + feature_of(0, c)] =
+              __float2bfloat16(silu_times(acc[0][4 * j + c], acc[1][4 * j + c]));
+        }
+      }
+    }
+    return;
+  }
   if (pieces == 1) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -238,40 +263,78 @@ __global__ void __launch_bounds__(kThreads, 3)
   // one at a time they cost a round trip each. The adds stay in piece order, so the bits are
   // those of a sum taken piece by piece.
   constexpr int kQuads = kFeatures / 4;
-  for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
-       q += pieces * kThreads) {
-    const int r = q / kQuads;
-    const int fl = (q % kQuads) * 4;
-    float4 v[kSmallMMaxPieces];
+  if constexpr (SWIGLU) {
+    // Each gate quad with the up quad 64 features on, both summed in piece order as below.
+    constexpr int kGateQuads = kQuads / 2;
+    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
+         q += pieces * kThreads) {
+      const int r = q / kGateQuads;
+      const int fl = (q % kGateQuads) * 4;
+      float4 gv[kSmallMMaxPieces], uv[kSmallMMaxPieces];
 #pragma unroll
-    for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-      if (p < pieces) {
-        v[p] = *reinterpret_cast<const float4*>(
-            cluster.map_shared_rank(part + r * kPartPitch + fl, p));
+      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+        if (p < pieces) {
+          gv[p] = *reinterpret_cast<const float4*>(
+              cluster.map_shared_rank(part + r * kPartPitch + fl, p));
+          uv[p] = *reinterpret_cast<const float4*>(
+              cluster.map_shared_rank(part + r * kPartPitch + fl + 64, p));
+        }
       }
-    }
-    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float gs[4] = {0.0f, 0.0f, 0.0f, 0.0f}, us[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-      if (p < pieces) {
-        sum[0] = __fadd_rn(sum[0], v[p].x);
-        sum[1] = __fadd_rn(sum[1], v[p].y);
-        sum[2] = __fadd_rn(sum[2], v[p].z);
-        sum[3] = __fadd_rn(sum[3], v[p].w);
+      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+        if (p < pieces) {
+          gs[0] = __fadd_rn(gs[0], gv[p].x), us[0] = __fadd_rn(us[0], uv[p].x);
+          gs[1] = __fadd_rn(gs[1], gv[p].y), us[1] = __fadd_rn(us[1], uv[p].y);
+          gs[2] = __fadd_rn(gs[2], gv[p].z), us[2] = __fadd_rn(us[2], uv[p].z);
+          gs[3] = __fadd_rn(gs[3], gv[p].w), us[3] = __fadd_rn(us[3], uv[p].w);
+        }
       }
+      const __nv_bfloat162 lo =
+          __floats2bfloat162_rn(silu_times(gs[0], us[0]), silu_times(gs[1], us[1]));
+      const __nv_bfloat162 hi =
+          __floats2bfloat162_rn(silu_times(gs[2], us[2]), silu_times(gs[3], us[3]));
+      uint2 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(y + r * y_pitch + tile * 64 + fl) = packed;
     }
+  } else {
+    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
+         q += pieces * kThreads) {
+      const int r = q / kQuads;
+      const int fl = (q % kQuads) * 4;
+      float4 v[kSmallMMaxPieces];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int64_t f = f_tile + fl + c;
-      if (f < n) store_out(y + r * n + f, sum[c], beta);
+      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+        if (p < pieces) {
+          v[p] = *reinterpret_cast<const float4*>(
+              cluster.map_shared_rank(part + r * kPartPitch + fl, p));
+        }
+      }
+      float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+        if (p < pieces) {
+          sum[0] = __fadd_rn(sum[0], v[p].x);
+          sum[1] = __fadd_rn(sum[1], v[p].y);
+          sum[2] = __fadd_rn(sum[2], v[p].z);
+          sum[3] = __fadd_rn(sum[3], v[p].w);
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int64_t f = f_tile + fl + c;
+        if (f < n) store_out(y + r * n + f, sum[c], beta);
+      }
     }
   }
   cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
-template <int NT, typename Out>
+template <int NT, typename Out, bool SWIGLU = false>
 cudaError_t configure() {
-  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out>,
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, SWIGLU>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
 }
 
@@ -299,13 +362,13 @@ cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t str
   return config;
 }
 
-template <int NT, typename Out>
+template <int NT, typename Out, bool SWIGLU = false>
 cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
                    float beta, const SmallMPlan& p, cudaStream_t stream) {
   cudaLaunchAttribute attrs[2]{};
   const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
-  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out>, x, rows, k, w, n, y, beta,
-                            p.blocks_per_piece, static_cast<int>(p.pieces));
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU>, x, rows, k, w, n, y,
+                            beta, p.blocks_per_piece, static_cast<int>(p.pieces));
 }
 
 template <int NT>
@@ -317,24 +380,26 @@ cudaError_t cluster_fit(int rows, const SmallMPlan& p, int* clusters, int* resid
   return cudaOccupancyMaxActiveClusters(resident, gemm_small_m_kernel<NT, float>, &config);
 }
 
-template <typename Out>
+template <typename Out, bool SWIGLU = false>
 cudaError_t launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
                         float beta, const SmallMPlan& p, cudaStream_t stream) {
   // Column tiles: 1, 2, 4 or 8 (a group's rows rounded up); a row's arithmetic is the same in
   // each.
-  if (rows <= 8) return launch<1>(x, rows, k, w, n, y, beta, p, stream);
-  if (rows <= 16) return launch<2>(x, rows, k, w, n, y, beta, p, stream);
-  if (rows <= 32) return launch<4>(x, rows, k, w, n, y, beta, p, stream);
-  return launch<8>(x, rows, k, w, n, y, beta, p, stream);
+  if (rows <= 8) return launch<1, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
+  if (rows <= 16) return launch<2, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
+  if (rows <= 32) return launch<4, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
+  return launch<8, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
 }
 
 }  // namespace
 
 cudaError_t prepare_gemm_small_m() {
   static const cudaError_t status = [] {
-    for (const cudaError_t e : {configure<1, float>(), configure<2, float>(), configure<4, float>(),
-                                configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(),
-                                configure<4, bf16>(), configure<8, bf16>()}) {
+    for (const cudaError_t e :
+         {configure<1, float>(), configure<2, float>(), configure<4, float>(),
+          configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(), configure<4, bf16>(),
+          configure<8, bf16>(), configure<1, bf16, true>(), configure<2, bf16, true>(),
+          configure<4, bf16, true>(), configure<8, bf16, true>()}) {
       if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -391,6 +456,18 @@ cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* 
   if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
   if (y_bf16) return launch_rows(x, rows, k, w, n, static_cast<bf16*>(y), beta, p, stream);
   return launch_rows(x, rows, k, w, n, static_cast<float*>(y), beta, p, stream);
+}
+
+cudaError_t launch_gemm_small_m_swiglu(const bf16* x, int rows, int64_t k, const bf16* w,
+                                       int64_t width, bf16* act, cudaStream_t stream) {
+  if (rows < 1 || rows > kSmallMLaunchRows || width < 1 || width % kSwigluTurn != 0 ||
+      !small_m_supported(k)) {
+    return cudaErrorInvalidValue;
+  }
+  const SmallMPlan p = gemm_small_m_plan(k, 2 * width);  // the plain gate_up call's plan
+  if (p.tiles > 65535 || p.pieces < 1) return cudaErrorInvalidValue;
+  if (const cudaError_t e = prepare_gemm_small_m(); e != cudaSuccess) return e;
+  return launch_rows<bf16, true>(x, rows, k, w, 2 * width, act, 0.0f, p, stream);
 }
 
 }  // namespace paceline::cuda

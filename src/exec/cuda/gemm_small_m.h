@@ -103,4 +103,15 @@ cudaError_t gemm_small_m_cluster_fit(int rows, int64_t k, int64_t n, int* cluste
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
                                 void* y, bool y_bf16, float beta, cudaStream_t stream);
 
+// gate_up and SwiGLU in one call: w holds gate_up's 2 width rows in turns of
+// kSwigluTurn (gate rows [64 b, + 64), then up rows [64 b, + 64), for b = 0, 1, ...: one feature
+// tile of the kernel is gate and up of the same 64 columns), and act[m, i] = silu(gate) * up in
+// bf16, row pitch width, for m < rows (1 <= rows <= kSmallMLaunchRows; width % kSwigluTurn ==
+// 0). The plan is that of the plain call of n = 2 width, and each act value is computed from the
+// sums that call would have written, exactly as the SwiGLU kernel does: the same bits as the plain
+// call followed by launch_swiglu.
+static_assert(kSmallMFeatures == 2 * kSwigluTurn, "a feature tile is one turn of gate and up");
+cudaError_t launch_gemm_small_m_swiglu(const bf16* x, int rows, int64_t k, const bf16* w,
+                                       int64_t width, bf16* act, cudaStream_t stream);
+
 }  // namespace paceline::cuda

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/gate_up_layout.h"
+#include "exec/cuda/gemm_small_m.h"
 #include "model/tensor_parallel_slices.h"
 
 namespace paceline::cuda {
@@ -84,7 +86,9 @@ GpuWeights gpu_weights_upload(const ModelConfig& c, const Weights& weights,
     }
     l.o_proj = stacked_bf16(weights, {s.o_proj}, w.bytes);
     l.post_attention_norm = vector_f32(weights, p + "post_attention_layernorm.weight", hidden, w.bytes);
-    l.gate_up_proj = stacked_bf16(weights, s.gate_up, w.bytes);
+    const std::vector<TensorSlice> turns = gate_up_in_turns(s.gate_up, kSwigluTurn);
+    l.gate_up_proj = stacked_bf16(weights, turns.empty() ? s.gate_up : turns, w.bytes);
+    w.gate_up_turn = turns.empty() ? 0 : kSwigluTurn;
     l.down_proj = stacked_bf16(weights, {s.down}, w.bytes);
   }
   return w;

@@ -30,6 +30,9 @@ struct GpuWeights {
   DeviceBuffer final_norm;  // f32 [hidden]
   DeviceBuffer lm_head;     // bf16 [vocab, hidden]; empty when tied to embed_tokens
   int64_t bytes = 0;        // device bytes in all
+  // gate_up_proj's rows: 0 in the checkpoint's order (every gate row, then every up row), else
+  // gate and up in turns of this many rows (gate_up_layout.h).
+  int64_t gate_up_turn = 0;
 
   const bf16* lm_head_data() const {
     return lm_head.bytes() > 0 ? lm_head.as<bf16>() : embed_tokens.as<bf16>();

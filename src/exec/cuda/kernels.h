@@ -125,9 +125,12 @@ cudaError_t launch_attention_prefill(const float* qkv, const int32_t* tiles, int
                                      bf16* out, cudaStream_t stream,
                                      PrefillPrecision precision = PrefillPrecision::bf16);
 
-// out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out.
+// out[r][i] = silu(gate) * up with gate_up[r] = [gate (width) | up (width)], float32 in, bf16 out;
+// turn kSwigluTurn: gate_up[r] in turns of kSwigluTurn gate then kSwigluTurn up columns (the
+// layout of gate_up_layout.h; width % kSwigluTurn == 0). No other turn is taken.
+inline constexpr int64_t kSwigluTurn = 64;
 cudaError_t launch_swiglu(const float* gate_up, int64_t width, int rows, bf16* out,
-                          cudaStream_t stream);
+                          cudaStream_t stream, int64_t turn = 0);
 
 // Tensor parallelism: the lm_head's vocabulary slices of `world` ranks, gathered rank-major
 // (slice s's row r at slices + s * slice_stride + r * per_rank), joined into whole rows:
