@@ -88,7 +88,7 @@ constexpr int shared_bytes() {
 // two 64-feature halves of the tile by all 8 NT rows, four k-steps of 16 a stage
 // (wgmma.m64nNk16, both operands read from the swizzled stage through descriptors).
 //
-// SWIGLU (gate_up with its weight rows interleaved in blocks of 64, gemm_small_m.h): the tile's
+// SWIGLU (gate_up with its weight rows in turns of 64, gate_up_layout.h): the tile's
 // two 64-feature halves are gate and up of the same 64 columns of act, and the block writes
 // act = silu(gate) * up in bf16 (y_all: act, row pitch n / 2, beta unused) from the sums a plain
 // call would have written, so its bits are those of the plain call and the SwiGLU kernel.
