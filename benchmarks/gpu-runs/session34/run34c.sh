@@ -15,7 +15,7 @@ for shape in o_proj qkv_proj; do
   for nt in 8 1; do
     name=gemm_${shape}_nt$nt
     PACELINE_GEMM_BENCH=1 PACELINE_GEMM_BENCH_SHAPE=$shape timeout 100 $ncu --clock-control none \
-      --set full --kernel-name-base demangled -k "regex:gemm_small_m_kernel<$nt," --launch-skip 30 \
+      --set full --kernel-name-base demangled -k "regex:gemm_small_m_kernel<\\(int\\)$nt," --launch-skip 30 \
       --launch-count 1 -f -o $S/$name gpu-bundle/cuda_tests --gtest_color=no \
       --gtest_filter='CudaGemmBench.SmallMAgainstCublas' >$S/${name}_run.txt 2>&1
     $ncu -i $S/$name.ncu-rep --page details >$S/${name}_details.txt 2>&1
