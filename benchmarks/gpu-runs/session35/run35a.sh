@@ -10,7 +10,8 @@
 # 3. Qwen3-1.7B batch invariance with qk, bf16 and FP8 KV.
 # 4. The small-M GEMM at 64 and 1 rows under ncu (run34c.sh's GEMM part, its filter fixed).
 # Shorter when device time is short: ROUNDS (of part 2's 1k steps, default 2) and NCU_ROWS (the
-# column tiles profiled in part 4, default "8 1").
+# column tiles profiled in part 4, default "8 1"; empty: none. Session 35 ran it with
+# `${NCU_ROWS:-...}`, which took an empty value as unset and profiled both).
 cd "$(dirname "$0")/../../.."  # the repository root
 tar -xJf gpu-pack/gpu-bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
@@ -47,7 +48,7 @@ for dtype in auto fp8; do
 done
 pack
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
-for nt in ${NCU_ROWS:-8 1}; do
+for nt in ${NCU_ROWS-8 1}; do
   name=gemm_o_proj_nt$nt
   PACELINE_GEMM_BENCH=1 PACELINE_GEMM_BENCH_SHAPE=o_proj timeout 100 $ncu --clock-control none \
     --set full --kernel-name-base demangled -k "regex:gemm_small_m_kernel<\\(int\\)$nt," \
