@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Prepared in session 35 for the next device calls. Bundle (carry ["gpu-pack"]), staged on the CPU
-# machine: A = main 09fe754 (`BUILD_DIR=build-cuda scripts/gpu_check --stage`), then with
+# Session 36's device calls (session 35 staged qk and qk2 for this script; their branches did not
+# survive to this session, so the sides are now these). Bundle (carry ["gpu-pack"]), staged on the
+# CPU machine: A = main (`BUILD_DIR=build-cuda scripts/gpu_check --stage`), then with
 # `VARIANT=NAME BUILD_DIR=build-cuda scripts/gpu_check --stage` on each branch:
-#   qk  = gemm-qk 4a48cb5 (QK-norm + RoPE + K/V store in the qkv GEMM's epilogue; session 35: 1k
-#         batch 1 +0.6%, the other rows -0.2 to -0.7%, on an H100)
-#   qk2 = gemm-qk2 81c39cf (qk, with the epilogue's loads that no kernel writes issued before the sums, and
-#         the cluster's last barrier relaxed)
-#   cr  = gemm-cluster-relaxed 95f9407 (main with the small-M GEMM's last cluster barrier relaxed: no
-#         MEMBAR.ALL.GPU after y's stores)
-# PART=1 (about 5 minutes): the variants' checks, the MEMBARs in their SASS, 1k steps of all four
-#   sides twice in turn. PART=2 (about 6 minutes): FP8 32k steps of all four twice in turn,
-#   Qwen3-1.7B batch invariance with cr and qk2. Results: $OUT/r$PART.tar.gz.
+#   cr = gemm-cluster-relaxed (main with the small-M GEMM's last cluster barrier relaxed: no
+#        MEMBAR.ALL.GPU waiting for y's stores before a block leaves)
+#   pu = gemm-push (the cluster's partial sums pushed into their adders' shared memory instead of
+#        read from the others', and no barrier before leaving)
+# PART=1 (about 6 minutes): the variants' checks, the MEMBARs in each binary's SASS, the small-M
+#   GEMM bench of each side in turn, 1k steps of all three sides twice in turn.
+# PART=2 (about 5 minutes): FP8 32k steps of all three twice in turn, Qwen3-1.7B batch
+#   invariance with cr and pu. Results: $OUT/r$PART.tar.gz.
 cd "$(dirname "$0")/../../.."  # the repository root
 tar -xJf gpu-pack/gpu-bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
@@ -19,9 +19,9 @@ part=${PART:-1}
 S=$OUT/r$part; mkdir -p $S
 pack() { tar -czf $OUT/r$part.tar.gz -C $OUT r$part; }
 log() { echo "== $*" | tee -a $S/summary.txt; }
-sides=${SIDES:-"'' _cr _qk _qk2"}
+sides=${SIDES:-"'' _cr _pu"}
 eval "set -- $sides"; sides=("$@")
-log "A $(cat $B/COMMIT), cr $(cat $B/COMMIT_cr), qk $(cat $B/COMMIT_qk), qk2 $(cat $B/COMMIT_qk2);" \
+log "A $(cat $B/COMMIT), cr $(cat $B/COMMIT_cr), pu $(cat $B/COMMIT_pu);" \
   "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
 step() {  # binary suffix, then paceline check's arguments
   local side=$1; shift
@@ -32,8 +32,8 @@ step() {  # binary suffix, then paceline check's arguments
   pack
 }
 if [ "$part" = 1 ]; then
-  for side in _cr _qk2; do
-    timeout 120 $B/cuda_tests$side --gtest_color=no --gtest_filter='CudaGemmSmallM*:CudaSwiglu.*:CudaRankWeights.*:CudaFp8Store.*:*Parity*:*BatchInvariance*:*CudaFp8Kv*:*TensorParallel*:*LongStep*' \
+  for side in _cr _pu; do
+    timeout 120 $B/cuda_tests$side --gtest_color=no --gtest_filter='CudaGemmSmallM*:CudaSwiglu.*:CudaRankWeights.*:*Parity*:*BatchInvariance*:*CudaFp8Kv*:*TensorParallel*:*LongStep*' \
       >$S/tests$side.txt 2>&1
     log "tests$side rc $?"
     grep -E "^\[  +(FAILED|PASSED)|tests? ran|Failure" $S/tests$side.txt | head -20 | tee -a $S/summary.txt
@@ -43,6 +43,13 @@ if [ "$part" = 1 ]; then
     log "SASS of paceline$side: $($cuobjdump -sass $B/paceline$side 2>/dev/null | grep -c 'MEMBAR.ALL.GPU') MEMBAR.ALL.GPU"
   done
   pack
+  for side in "${sides[@]}"; do
+    log "GEMM bench$side"
+    PACELINE_GEMM_BENCH=1 timeout 90 $B/cuda_tests$side --gtest_color=no \
+      --gtest_filter='CudaGemmBench.SmallMAgainstCublas' 2>&1 | grep -E 'small-m bench' |
+      grep -E 'M (1|8|64):' | sed -E 's/, cuBLASLt.*//' | tee -a $S/summary.txt
+    pack
+  done
   for run in 1 2; do
     for side in "${sides[@]}"; do
       step "$side" --kv-cache-memory 24G --decode-batches 1,16,64
@@ -54,7 +61,7 @@ else
       step "$side" --kv-cache-memory 48G --kv-cache-dtype fp8 --decode-batches 1,16 --decode-context 32768
     done
   done
-  for side in _cr _qk2; do
+  for side in _cr _pu; do
     for dtype in auto fp8; do
       timeout 60 $B/paceline$side check --device cuda --model configs/models/qwen3-1.7b.json \
         --load-format dummy --gpu-memory-utilization 0.5 --max-num-seqs 64 --kv-cache-dtype $dtype 2>&1 |

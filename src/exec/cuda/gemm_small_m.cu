@@ -45,6 +45,17 @@ __device__ __forceinline__ void wait_groups() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
+// The cluster's last barrier: a block may leave once every block of its cluster has arrived,
+// that is, once each has done the adds that used its reads of the others' shared memory (a read
+// is done when its value is used). Nothing else needs ordering, so the arrival is relaxed:
+// cluster.sync()'s arrival releases the block's earlier writes, which compiles to a
+// MEMBAR.ALL.GPU that waits for the stores of y to be acknowledged, and nothing reads y before
+// this kernel's grid has finished (docs/performance.md, "Session 35").
+__device__ __forceinline__ void leave_cluster() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::
+                   : "memory");
+}
+
 template <typename Out>
 __device__ __forceinline__ void store_out(Out* y, float v, float beta);
 
@@ -329,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       }
     }
   }
-  cluster.sync();  // no block leaves while another still reads its shared memory
+  leave_cluster();  // no block leaves while another still reads its shared memory
 }
 
 template <int NT, typename Out, bool SWIGLU = false>
