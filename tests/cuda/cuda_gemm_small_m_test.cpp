@@ -412,6 +412,89 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
   cudaStreamDestroy(stream);
 }
 
+// Wide blocks (two warpgroups sharing x, set_gemm_small_m_wide) give the bits of blocks of one,
+// for launches of more than 32 rows a group: float32 out with beta 0 and 1 and bf16 out on every
+// shape (the odd shapes have one tile of the plan, so a wide block's second is past n), and
+// gate_up with SwiGLU (192 tiles; 2; and 3, the last wide block's second tile past the act
+// columns). The outputs start as different garbage, so an element one path writes and the other
+// does not fails too.
+TEST(CudaGemmSmallM, WideBlocksGiveTheBitsOfNarrowOnes) {
+  PACELINE_REQUIRE_GPU();
+  struct Wide {
+    ~Wide() { cuda::set_gemm_small_m_wide(false); }
+  } restore;
+  uint64_t seed = 131;
+  for (const Shape& s : kShapes) {
+    const cuda::SmallMPlan plan = cuda::gemm_small_m_plan(s.k, s.n);
+    SCOPED_TRACE(::testing::Message() << s.name << " (" << plan.tiles << " tiles, " << plan.pieces
+                                      << " pieces)");
+    const std::vector<uint16_t> hx = random_bf16(static_cast<size_t>(kCapRows * s.k), seed++);
+    DeviceBuffer x = testing::upload(hx);
+    const DeviceBuffer w = testing::upload(random_bf16(static_cast<size_t>(s.n * s.k), seed++));
+    std::vector<float> hy0(static_cast<size_t>(kCapRows * s.n));
+    testing::FastRandom rng(seed++);
+    for (float& f : hy0) f = rng.uniform();
+    const DeviceBuffer y0 = testing::upload(hy0);
+    DeviceBuffer narrow(static_cast<size_t>(kCapRows * s.n) * 4), wide(narrow.bytes());
+    for (const int rows : {33, 64, 200}) {
+      for (const int out : {0, 1, 2}) {  // float32 beta 0, float32 beta 1, bf16
+        SCOPED_TRACE(::testing::Message() << rows << " rows, output " << out);
+        const float beta = out == 1 ? 1.0f : 0.0f;
+        const auto run = [&](DeviceBuffer& y, bool on, int fill) {
+          if (out == 1) {
+            PACELINE_CUDA_CHECK(cudaMemcpy(y.as<void>(), y0.as<void>(), y0.bytes(),
+                                           cudaMemcpyDeviceToDevice));
+          } else {
+            PACELINE_CUDA_CHECK(cudaMemset(y.as<void>(), fill, y.bytes()));
+          }
+          cuda::set_gemm_small_m_wide(on);
+          ASSERT_EQ(cuda::launch_gemm_small_m(x.as<bf16>(), rows, s.k, w.as<bf16>(), s.n,
+                                              y.as<void>(), out == 2, beta, nullptr),
+                    cudaSuccess);
+        };
+        run(narrow, false, 0x00);
+        run(wide, true, 0x7f);
+        PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto size = static_cast<size_t>(rows * s.n);
+        if (out == 2) {
+          EXPECT_EQ(testing::download<uint16_t>(narrow, size),
+                    testing::download<uint16_t>(wide, size));
+        } else {
+          EXPECT_EQ(testing::download<float>(narrow, size), testing::download<float>(wide, size));
+        }
+      }
+    }
+  }
+  struct SwigluShape {
+    const char* name;
+    int64_t k, width;
+  };
+  for (const SwigluShape s : {SwigluShape{"gate_up_proj", 4096, 12288},
+                              SwigluShape{"one_piece", 64, 128}, SwigluShape{"odd_k", 328, 192}}) {
+    SCOPED_TRACE(s.name);
+    const int64_t n = 2 * s.width;
+    DeviceBuffer x = testing::upload(random_bf16(static_cast<size_t>(kCapRows * s.k), seed++));
+    const DeviceBuffer w = testing::upload(random_bf16(static_cast<size_t>(n * s.k), seed++));
+    DeviceBuffer narrow(static_cast<size_t>(kCapRows * s.width) * 2), wide(narrow.bytes());
+    for (const int rows : {33, 64, 200}) {
+      PACELINE_CUDA_CHECK(cudaMemset(narrow.as<void>(), 0x00, narrow.bytes()));
+      PACELINE_CUDA_CHECK(cudaMemset(wide.as<void>(), 0xff, wide.bytes()));
+      cuda::set_gemm_small_m_wide(false);
+      ASSERT_EQ(cuda::launch_gemm_small_m_swiglu(x.as<bf16>(), rows, s.k, w.as<bf16>(), s.width,
+                                                 narrow.as<bf16>(), nullptr),
+                cudaSuccess);
+      cuda::set_gemm_small_m_wide(true);
+      ASSERT_EQ(cuda::launch_gemm_small_m_swiglu(x.as<bf16>(), rows, s.k, w.as<bf16>(), s.width,
+                                                 wide.as<bf16>(), nullptr),
+                cudaSuccess);
+      PACELINE_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto size = static_cast<size_t>(rows * s.width);
+      EXPECT_EQ(testing::download<uint16_t>(narrow, size), testing::download<uint16_t>(wide, size))
+          << rows << " rows";
+    }
+  }
+}
+
 // Host side, no GPU needed: one-token sequences are laid out first, logit rows stay in the
 // plan's order, and small_gemm_rows counts the one-token rows.
 // gate_up and SwiGLU in one call (launch_gemm_small_m_swiglu): the bits of the plain call

@@ -4,6 +4,9 @@
 
 #include <cooperative_groups.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "exec/cuda/device_utils.cuh"
@@ -15,13 +18,16 @@
 namespace paceline::cuda {
 namespace {
 
-constexpr int kThreads = 128;  // 4 warps, 32 features each
-constexpr int kFeatures = static_cast<int>(kSmallMFeatures);
+constexpr int kThreads = 128;  // a warpgroup: 4 warps, 32 features each
+constexpr int kFeatures = static_cast<int>(kSmallMFeatures);  // a warpgroup's features
 constexpr int kChunkBytes = static_cast<int>(kSmallMChunk) * 2;  // one row of a stage: 128 bytes
-constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB
-// Floats of a row of partial sums in shared memory: 4 more than the features, so that the
+constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB a warpgroup
+// Floats of a row of partial sums in shared memory: 4 more than the block's features, so that the
 // accumulators a warp stores (8 features x 4 rows two apart) fall in 32 distinct banks.
-constexpr int kPartPitch = kFeatures + 4;
+template <int WG>
+constexpr int part_pitch() {
+  return WG * kFeatures + 4;
+}
 
 // A stage's row r (a weight row or a row of x) holds 64 k in 8 pieces of 16 bytes; piece c lies
 // at position c ^ (r % 8): wgmma's 128-byte swizzle (wgmma.cuh), with the stages 1,024-byte
@@ -69,24 +75,27 @@ __device__ __forceinline__ void store_out<bf16>(bf16* y, float v, float beta) {
   *y = __float2bfloat16_rn(beta == 0.0f ? v : __fmaf_rn(beta, __bfloat162float(*y), v));
 }
 
-template <int NT>
+// WG: warpgroups of a block (1; or 2 in a wide block, gemm_small_m.h), each kFeatures features of
+// the block's tile, sharing the stage's rows of x.
+template <int NT, int WG = 1>
 constexpr int stage_bytes() {
-  return kWeightStageBytes + NT * 8 * kChunkBytes;
+  return WG * kWeightStageBytes + NT * 8 * kChunkBytes;
 }
 // Stages of the pipeline: as many as keep three blocks on an SM (at most 75 KB of shared memory
 // each). With two, a cluster of five blocks (qkv_proj's pieces) finds room for only 47 of its 48
 // clusters on the H200's GPCs, and the 48th runs alone after the rest: twice the time (ncu,
 // docs/performance.md). The depth does not enter a row's arithmetic.
-template <int NT>
+template <int NT, int WG = 1>
 constexpr int stages() {
   constexpr int most = static_cast<int>(kSmallMStages);
-  return most * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock ? most : most - 1;
+  if constexpr (WG > 1) return most;  // one block an SM
+  return most * stage_bytes<NT, WG>() + 1024 <= kSmallMSharedPerBlock ? most : most - 1;
 }
-template <int NT>
+template <int NT, int WG = 1>
 constexpr int shared_bytes() {
-  static_assert(NT * 8 * kPartPitch * 4 <= stages<NT>() * stage_bytes<NT>());
-  static_assert(stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
-  return stages<NT>() * stage_bytes<NT>() + 1024;  // room to align the stages to 1,024 bytes
+  static_assert(NT * 8 * part_pitch<WG>() * 4 <= stages<NT, WG>() * stage_bytes<NT, WG>());
+  static_assert(WG > 1 || stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
+  return stages<NT, WG>() * stage_bytes<NT, WG>() + 1024;  // room to align the stages to 1,024 bytes
 }
 
 // One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),
@@ -103,19 +112,27 @@ constexpr int shared_bytes() {
 // two 64-feature halves are gate and up of the same 64 columns of act, and the block writes
 // act = silu(gate) * up in bf16 (y_all: act, row pitch n / 2, beta unused) from the sums a plain
 // call would have written, so its bits are those of the plain call and the SwiGLU kernel.
-template <int NT, typename Out, bool SWIGLU = false>
-__global__ void __launch_bounds__(kThreads, 3)
+//
+// WG = 2 (a wide block, one an SM): the block's tile is two tiles of kFeatures, one a warpgroup,
+// whose copies of x are one: the same MMAs on the same operands as two blocks of one, so the same
+// bits, for half the copies of x (at 64 rows x costs half the weights' bytes a stage).
+template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
+__global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t blocks_per_piece, int pieces) {
   static_assert(!SWIGLU || std::is_same_v<Out, bf16>, "act is bf16");
+  constexpr int kBlockThreads = WG * kThreads;
+  constexpr int kTileFeatures = WG * kFeatures;
+  constexpr int kPartPitch = part_pitch<WG>();
   extern __shared__ __align__(128) unsigned char smem[];
   // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
   // weights or inputs meanwhile; it waits for this one before reading y.
   allow_dependent_launch();
   constexpr int kRowsX = NT * 8;
-  constexpr int kStages = stages<NT>();
-  const int warp = static_cast<int>(threadIdx.x) / 32;
+  constexpr int kStages = stages<NT, WG>();
+  const int wg = static_cast<int>(threadIdx.x) / kThreads;  // this warpgroup's kFeatures of the tile
+  const int warp = static_cast<int>(threadIdx.x) % kThreads / 32;  // in the warpgroup
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4;
   const int t = lane % 4;
@@ -127,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, 3)
   const bf16* x = x_all + static_cast<int64_t>(first_row) * k;
   const int64_t y_pitch = SWIGLU ? n / 2 : n;
   Out* y = y_all + static_cast<int64_t>(first_row) * y_pitch;
-  const int64_t f_tile = tile * kFeatures;
+  const int64_t f_tile = tile * kTileFeatures;
   const int64_t kblocks = (k + kSmallMChunk - 1) / kSmallMChunk;
   const int64_t kb_begin = piece * blocks_per_piece;
   const int64_t kb_end = min(kb_begin + blocks_per_piece, kblocks);
@@ -135,29 +152,30 @@ __global__ void __launch_bounds__(kThreads, 3)
   // The stages, 1,024-byte aligned (the swizzle's period, as wgmma's descriptors need).
   const uint32_t base = (smem_address(smem) + 1023u) & ~1023u;
 
-  // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + 16 i, piece
+  // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + kPass i, piece
   // threadIdx.x % 8) and, while rows remain, pieces of x the same way.
+  constexpr int kPass = kBlockThreads / 8;  // rows a pass of the block's copies covers
   const int copy_row = static_cast<int>(threadIdx.x) / 8;
   const int copy_piece = static_cast<int>(threadIdx.x) % 8;
   auto load_weights = [&](int slot, int64_t kb) {
-    const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT>());
+    const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT, WG>());
     const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
     const bool k_ok = kk < k;
 #pragma unroll
-    for (int i = 0; i < kFeatures / 16; ++i) {
-      const int r = copy_row + 16 * i;
+    for (int i = 0; i < kTileFeatures / kPass; ++i) {
+      const int r = copy_row + kPass * i;
       const bool ok = k_ok && f_tile + r < n;
       copy16(stage + swizzled(r, copy_piece), ok ? w + (f_tile + r) * k + kk : w, ok);
     }
   };
   auto load_x = [&](int slot, int64_t kb) {
     const uint32_t xs =
-        base + static_cast<uint32_t>(slot * stage_bytes<NT>()) + kWeightStageBytes;
+        base + static_cast<uint32_t>(slot * stage_bytes<NT, WG>()) + WG * kWeightStageBytes;
     const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
     const bool k_ok = kk < k;
 #pragma unroll
-    for (int i = 0; i < (kRowsX + 15) / 16; ++i) {
-      const int r = copy_row + 16 * i;
+    for (int i = 0; i < (kRowsX + kPass - 1) / kPass; ++i) {
+      const int r = copy_row + kPass * i;
       if (r < kRowsX) {
         const bool ok = k_ok && r < rows;
         copy16(xs + swizzled(r, copy_piece), ok ? x + static_cast<int64_t>(r) * k + kk : x, ok);
@@ -195,8 +213,9 @@ __global__ void __launch_bounds__(kThreads, 3)
       load_x((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
     }
     commit();
-    const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
-    const uint32_t xs = stage + kWeightStageBytes;
+    const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT, WG>());
+    const uint32_t xs = stage + WG * kWeightStageBytes;
+    const uint32_t mine = stage + wg * kWeightStageBytes;  // this warpgroup's weight rows
     // Fragment i: the warpgroup's 64 features [64 i, +64) by all 8 NT rows, 16 k at a time
     // (k-step s starts 32 bytes into the swizzled rows).
     wgmma::fence();
@@ -205,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       const uint64_t b = wgmma::descriptor(xs + 32 * s, 16, 1024);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(stage + i * 64 * kChunkBytes + 32 * s,
+        wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(mine + i * 64 * kChunkBytes + 32 * s,
                                                         16, 1024),
                               b);
       }
@@ -217,18 +236,21 @@ __global__ void __launch_bounds__(kThreads, 3)
   }
   wait_groups<0>();
 
-  // The feature of fragment i's element c (in the tile): the warp's 16-row slice of the
-  // warpgroup's 64.
+  // The feature of fragment i's element c in the warpgroup's kFeatures: the warp's 16-row slice
+  // of the fragment's 64; wg_first: the warpgroup's first feature in the block's tile, and
+  // narrow_tile: its kFeatures as a tile of a block of one warpgroup.
   const auto feature_of = [&](int i, int c) { return 64 * i + 16 * warp + g + (c >= 2 ? 8 : 0); };
+  const int wg_first = wg * kFeatures;
+  const int64_t narrow_tile = tile * WG + wg;
   if (pieces == 1 && SWIGLU) {
-    // Fragment 0 holds gate, fragment 1 up, of the same act columns [64 tile, + 64).
+    // Fragment 0 holds gate, fragment 1 up, of the same act columns [64 narrow_tile, + 64).
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int r = j * 8 + 2 * t + c % 2;
-        if (r < rows) {
-          y[r * y_pitch + tile * 64 + feature_of(0, c)] =
+        if (r < rows && narrow_tile * 64 < y_pitch) {  // a wide block's second tile may be past n
+          y[r * y_pitch + narrow_tile * 64 + feature_of(0, c)] =
               __float2bfloat16(silu_times(acc[0][4 * j + c], acc[1][4 * j + c]));
         }
       }
@@ -242,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int64_t f = f_tile + feature_of(i, c);
+          const int64_t f = f_tile + wg_first + feature_of(i, c);
           const int r = j * 8 + 2 * t + c % 2;
           if (r < rows && f < n) store_out(y + r * n + f, acc[i][4 * j + c], beta);
         }
@@ -264,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int r = j * 8 + 2 * t + c % 2;
-        part[r * kPartPitch + feature_of(i, c)] = acc[i][4 * j + c];
+        part[r * kPartPitch + wg_first + feature_of(i, c)] = acc[i][4 * j + c];
       }
     }
   }
@@ -273,14 +295,19 @@ __global__ void __launch_bounds__(kThreads, 3)
   // aligned), every piece's read issued before the first add: the reads cross the cluster, and
   // one at a time they cost a round trip each. The adds stay in piece order, so the bits are
   // those of a sum taken piece by piece.
-  constexpr int kQuads = kFeatures / 4;
+  constexpr int kQuads = kTileFeatures / 4;  // of a row of the block's tile
   if constexpr (SWIGLU) {
-    // Each gate quad with the up quad 64 features on, both summed in piece order as below.
+    // Each gate quad with the up quad 64 features on, both summed in piece order as below: quad
+    // gq of a row is in the narrow tile gq / 16 of the block's, at feature fl of its gate half.
     constexpr int kGateQuads = kQuads / 2;
-    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
-         q += pieces * kThreads) {
+    constexpr int kNarrowGateQuads = kFeatures / 8;
+    for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
+         q += pieces * kBlockThreads) {
       const int r = q / kGateQuads;
-      const int fl = (q % kGateQuads) * 4;
+      const int narrow = q % kGateQuads / kNarrowGateQuads;
+      const int fl = narrow * kFeatures + q % kNarrowGateQuads * 4;
+      const int64_t act_column = (tile * WG + narrow) * 64 + fl % kFeatures;
+      if (act_column >= y_pitch) continue;  // a wide block's second tile past n
       float4 gv[kSmallMMaxPieces], uv[kSmallMMaxPieces];
 #pragma unroll
       for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
@@ -308,11 +335,11 @@ __global__ void __launch_bounds__(kThreads, 3)
       uint2 packed;
       packed.x = *reinterpret_cast<const uint32_t*>(&lo);
       packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(y + r * y_pitch + tile * 64 + fl) = packed;
+      *reinterpret_cast<uint2*>(y + r * y_pitch + act_column) = packed;
     }
   } else {
-    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
-         q += pieces * kThreads) {
+    for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
+         q += pieces * kBlockThreads) {
       const int r = q / kQuads;
       const int fl = (q % kQuads) * 4;
       float4 v[kSmallMMaxPieces];
@@ -343,22 +370,23 @@ __global__ void __launch_bounds__(kThreads, 3)
   leave_cluster();  // no block leaves while another still reads its shared memory
 }
 
-template <int NT, typename Out, bool SWIGLU = false>
+template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
 cudaError_t configure() {
-  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, SWIGLU>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, SWIGLU, WG>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT, WG>());
 }
 
 // The launch of a call: grid (row groups, feature tiles, pieces), a cluster of the pieces of a
-// tile; attrs must live as long as the config.
-template <int NT, typename Out>
+// tile; attrs must live as long as the config. A wide block (WG 2) takes two of the plan's tiles.
+template <int NT, typename Out, int WG = 1>
 cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t stream,
                                  cudaLaunchAttribute (&attrs)[2]) {
   const auto groups = static_cast<unsigned>((rows + kSmallMRows - 1) / kSmallMRows);
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(groups, static_cast<unsigned>(p.tiles), static_cast<unsigned>(p.pieces));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared_bytes<NT>();
+  config.gridDim = dim3(groups, static_cast<unsigned>((p.tiles + WG - 1) / WG),
+                        static_cast<unsigned>(p.pieces));
+  config.blockDim = dim3(WG * kThreads);
+  config.dynamicSmemBytes = shared_bytes<NT, WG>();
   config.stream = stream;
   attrs[0].id = cudaLaunchAttributeClusterDimension;
   attrs[0].val.clusterDim.x = 1;
@@ -373,14 +401,20 @@ cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t str
   return config;
 }
 
-template <int NT, typename Out, bool SWIGLU = false>
+template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
 cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
                    float beta, const SmallMPlan& p, cudaStream_t stream) {
   cudaLaunchAttribute attrs[2]{};
-  const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
-  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU>, x, rows, k, w, n, y,
-                            beta, p.blocks_per_piece, static_cast<int>(p.pieces));
+  const cudaLaunchConfig_t config = launch_config<NT, Out, WG>(rows, p, stream, attrs);
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU, WG>, x, rows, k, w, n,
+                            y, beta, p.blocks_per_piece, static_cast<int>(p.pieces));
 }
+
+// Whether launches of more than 32 rows a group take wide blocks (gemm_small_m.h).
+std::atomic<bool> wide_blocks{[] {
+  const char* v = std::getenv("PACELINE_GEMM_WIDE");
+  return v != nullptr && std::string(v) == "1";
+}()};
 
 template <int NT>
 cudaError_t cluster_fit(int rows, const SmallMPlan& p, int* clusters, int* resident) {
@@ -399,6 +433,9 @@ cudaError_t launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64
   if (rows <= 8) return launch<1, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
   if (rows <= 16) return launch<2, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
   if (rows <= 32) return launch<4, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
+  if (wide_blocks.load(std::memory_order_relaxed)) {
+    return launch<8, Out, SWIGLU, 2>(x, rows, k, w, n, y, beta, p, stream);
+  }
   return launch<8, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
 }
 
@@ -410,7 +447,8 @@ cudaError_t prepare_gemm_small_m() {
          {configure<1, float>(), configure<2, float>(), configure<4, float>(),
           configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(), configure<4, bf16>(),
           configure<8, bf16>(), configure<1, bf16, true>(), configure<2, bf16, true>(),
-          configure<4, bf16, true>(), configure<8, bf16, true>()}) {
+          configure<4, bf16, true>(), configure<8, bf16, true>(), configure<8, float, false, 2>(),
+          configure<8, bf16, false, 2>(), configure<8, bf16, true, 2>()}) {
       if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -442,6 +480,9 @@ const SmallMClusterRoom& gemm_small_m_cluster_room() {
   }();
   return room;
 }
+
+void set_gemm_small_m_wide(bool on) { wide_blocks.store(on, std::memory_order_relaxed); }
+bool gemm_small_m_wide() { return wide_blocks.load(std::memory_order_relaxed); }
 
 SmallMPlan gemm_small_m_plan(int64_t k, int64_t n) {
   return small_m_plan(k, n, gemm_small_m_cluster_room());

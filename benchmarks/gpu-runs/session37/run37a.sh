@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prepared in session 36 for the next device call. Bundle (carry ["gpu-pack"]): main's binaries
+# (`BUILD_DIR=build-cuda scripts/gpu_check --stage`), with the wide blocks of the small-M GEMM
+# behind PACELINE_GEMM_WIDE=1 (off by default). About 5 minutes: the wide blocks' bits test and
+# the small-M tests, batch invariance on Qwen3-8B at --max-num-seqs 64 with wide blocks on, the
+# GEMM bench without and with them, then decode steps at 1k (batches 16 and 64) and FP8 32k
+# (batch 16) without and with them, in turn, twice. Results: $OUT/r1.tar.gz.
+cd "$(dirname "$0")/../../.."  # the repository root
+tar -xJf gpu-pack/gpu-bundle.tar.xz
+export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
+B=gpu-bundle
+S=$OUT/r1; mkdir -p $S
+pack() { tar -czf $OUT/r1.tar.gz -C $OUT r1; }
+log() { echo "== $*" | tee -a $S/summary.txt; }
+log "binaries of $(cat $B/COMMIT); $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
+timeout 150 $B/cuda_tests --gtest_color=no --gtest_filter='CudaGemmSmallM*:CudaSwiglu.*:*BatchInvariance*' \
+  >$S/tests.txt 2>&1
+log "tests rc $?"
+grep -E "^\[  +(FAILED|PASSED)|tests? ran|Failure" $S/tests.txt | head -20 | tee -a $S/summary.txt
+PACELINE_GEMM_WIDE=1 timeout 90 $B/paceline check --device cuda --model configs/models/qwen3-8b.json \
+  --load-format dummy --kv-cache-memory 16G --max-num-seqs 64 2>&1 |
+  grep -E "^batch invariance|^error" | sed "s/^/wide, qwen3-8b: /" | tee -a $S/summary.txt
+pack
+for wide in 0 1; do
+  log "GEMM bench, PACELINE_GEMM_WIDE=$wide"
+  PACELINE_GEMM_WIDE=$wide PACELINE_GEMM_BENCH=1 timeout 90 $B/cuda_tests --gtest_color=no \
+    --gtest_filter='CudaGemmBench.SmallMAgainstCublas' 2>&1 | grep -E 'small-m bench' |
+    grep -E 'M (1|32|64|128):' | sed -E 's/, cuBLASLt.*//' | tee -a $S/summary.txt
+  pack
+done
+step() {  # PACELINE_GEMM_WIDE's value, then paceline check's arguments
+  local wide=$1; shift
+  log "PACELINE_GEMM_WIDE=$wide paceline $*"
+  PACELINE_GEMM_WIDE=$wide timeout 75 $B/paceline check --device cuda --load-format dummy \
+    --max-num-seqs 64 --timing --skip-invariance --model configs/models/qwen3-8b.json \
+    --prefill-lengths 1024 "$@" 2>&1 | grep -E '^\| decode batch|^error' | grep -v sampled |
+    tee -a $S/summary.txt
+  pack
+}
+for run in 1 2; do
+  for wide in 0 1; do
+    step $wide --kv-cache-memory 24G --decode-batches 16,64
+  done
+done
+for run in 1 2; do
+  for wide in 0 1; do
+    step $wide --kv-cache-memory 48G --kv-cache-dtype fp8 --decode-batches 16 --decode-context 32768
+  done
+done
