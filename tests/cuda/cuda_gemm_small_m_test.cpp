@@ -420,8 +420,9 @@ TEST(CudaGemmSmallM, MixedCallAndGraphKeepTheBits) {
 // does not fails too.
 TEST(CudaGemmSmallM, WideBlocksGiveTheBitsOfNarrowOnes) {
   PACELINE_REQUIRE_GPU();
-  struct Wide {
-    ~Wide() { cuda::set_gemm_small_m_wide(false); }
+  struct Restore {  // the switch as the environment set it, for the tests after this one
+    bool was = cuda::gemm_small_m_wide();
+    ~Restore() { cuda::set_gemm_small_m_wide(was); }
   } restore;
   uint64_t seed = 131;
   for (const Shape& s : kShapes) {
