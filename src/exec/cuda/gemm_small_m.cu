@@ -131,8 +131,10 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
   allow_dependent_launch();
   constexpr int kRowsX = NT * 8;
   constexpr int kStages = stages<NT, WG>();
-  const int wg = static_cast<int>(threadIdx.x) / kThreads;  // this warpgroup's kFeatures of the tile
-  const int warp = static_cast<int>(threadIdx.x) % kThreads / 32;  // in the warpgroup
+  // This warpgroup's kFeatures of the tile, and the warp in it (spelled so that a block of one
+  // warpgroup compiles to the code it had before wide blocks).
+  const int wg = WG == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads;
+  const int warp = static_cast<int>(WG == 1 ? threadIdx.x : threadIdx.x % kThreads) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4;
   const int t = lane % 4;
@@ -249,7 +251,8 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int r = j * 8 + 2 * t + c % 2;
-        if (r < rows && narrow_tile * 64 < y_pitch) {  // a wide block's second tile may be past n
+        // (a wide block's second tile may be past n)
+        if (r < rows && (WG == 1 || narrow_tile * 64 < y_pitch)) {
           y[r * y_pitch + narrow_tile * 64 + feature_of(0, c)] =
               __float2bfloat16(silu_times(acc[0][4 * j + c], acc[1][4 * j + c]));
         }
@@ -304,10 +307,10 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
     for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
          q += pieces * kBlockThreads) {
       const int r = q / kGateQuads;
-      const int narrow = q % kGateQuads / kNarrowGateQuads;
-      const int fl = narrow * kFeatures + q % kNarrowGateQuads * 4;
-      const int64_t act_column = (tile * WG + narrow) * 64 + fl % kFeatures;
-      if (act_column >= y_pitch) continue;  // a wide block's second tile past n
+      const int narrow = WG == 1 ? 0 : q % kGateQuads / kNarrowGateQuads;
+      const int gate_column = q % kNarrowGateQuads * 4;  // in the narrow tile's 64
+      const int fl = narrow * kFeatures + gate_column;
+      if (WG > 1 && (tile * WG + narrow) * 64 >= y_pitch) continue;  // a wide block's tile past n
       float4 gv[kSmallMMaxPieces], uv[kSmallMMaxPieces];
 #pragma unroll
       for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
@@ -335,7 +338,8 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       uint2 packed;
       packed.x = *reinterpret_cast<const uint32_t*>(&lo);
       packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(y + r * y_pitch + act_column) = packed;
+      *reinterpret_cast<uint2*>(y + r * y_pitch + (tile * WG + narrow) * 64 + gate_column) =
+          packed;
     }
   } else {
     for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
