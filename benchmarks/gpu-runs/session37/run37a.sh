@@ -4,7 +4,9 @@
 # behind PACELINE_GEMM_WIDE=1 (off by default). About 5 minutes: the wide blocks' bits test and
 # the small-M tests, batch invariance on Qwen3-8B at --max-num-seqs 64 with wide blocks on, the
 # GEMM bench without and with them, then decode steps at 1k (batches 16 and 64) and FP8 32k
-# (batch 16) without and with them, in turn, twice. Results: $OUT/r1.tar.gz.
+# (batch 16) without and with them, in turn, twice; last (NCU=0 skips it), o_proj at 64 rows
+# under ncu without and with them (duration, DRAM and L2 throughput: whether x's copies through
+# L2 are what the 64-row calls lose). Results: $OUT/r1.tar.gz.
 cd "$(dirname "$0")/../../.."  # the repository root
 tar -xJf gpu-pack/gpu-bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
@@ -47,3 +49,20 @@ for run in 1 2; do
     step $wide --kv-cache-memory 48G --kv-cache-dtype fp8 --decode-batches 16 --decode-context 32768
   done
 done
+if [ "${NCU:-1}" = 1 ]; then
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  for wide in 0 1; do
+    name=o_proj_64_wide$wide
+    PACELINE_GEMM_WIDE=$wide PACELINE_GEMM_BENCH=1 PACELINE_GEMM_BENCH_SHAPE=o_proj timeout 100 \
+      $ncu --clock-control none --set full --kernel-name-base demangled \
+      -k "regex:gemm_small_m_kernel<\\(int\\)8," --launch-skip 30 --launch-count 1 -f \
+      -o $S/$name $B/cuda_tests --gtest_color=no \
+      --gtest_filter='CudaGemmBench.SmallMAgainstCublas' >$S/${name}_run.txt 2>&1
+    $ncu -i $S/$name.ncu-rep --page details >$S/${name}_details.txt 2>&1
+    rm -f $S/$name.ncu-rep
+    log "ncu $name"
+    grep -E "gemm_small_m_kernel|Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput" \
+      $S/${name}_details.txt | head -8 | tee -a $S/summary.txt
+    pack
+  done
+fi

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tools/ptx_same on a throwaway repository with one kernel: a change that leaves the code alone
+# (a renamed local, a comment) is "same" with exit 0; a change of arithmetic is "DIFF" with exit 1;
+# a template that gained a parameter is matched through an OLD=NEW rename of its mangled name,
+# and without the rename its kernel is missing (exit 1); a malformed rename and an unknown commit
+# are refused with exit 2. 77 (skipped) without nvcc, git or python3.
+set -uo pipefail
+command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skipped"; exit 77; }
+command -v git >/dev/null 2>&1 || { echo "git not installed: skipped"; exit 77; }
+command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
+  { echo "nvcc not installed: skipped"; exit 77; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tool=$root/tools/ptx_same
+fail=0
+repo=$(mktemp -d)
+trap 'rm -rf "$repo"' EXIT
+cd "$repo" || exit 1
+git init -q . && git config user.email t@t && git config user.name t
+mkdir -p src/k
+kernel() {  # the body of the file: a template of one int, instantiated at 1
+  cat >src/k/k.cu <<CU
+template <int N$1>
+__global__ void scale(float* y, const float* x, float a, int n) {
+  const int $2 = blockIdx.x * blockDim.x + threadIdx.x;  $4
+  if ($2 < n) y[$2] = $3;
+}
+template __global__ void scale<1>(float*, const float*, float, int);
+CU
+}
+kernel "" i "a * x[i]" ""
+git add -A && git commit -qm base
+run() {  # expected exit status, pattern (grep -F) of the output, then the tool's arguments
+  local want=$1 pattern=$2; shift 2
+  local out rc
+  out=$("$tool" "$@" 2>&1); rc=$?
+  [ "$rc" = "$want" ] || { echo "FAIL: $*: exit $rc, not $want:"; echo "$out"; fail=1; }
+  grep -qF -- "$pattern" <<<"$out" || { echo "FAIL: $*: no '$pattern' in:"; echo "$out"; fail=1; }
+}
+kernel "" j "a * x[j]" "// the index"
+run 0 "1 kernels at HEAD: all the same" HEAD src/k/k.cu
+kernel "" i "a * x[i] + 1.0f" ""
+run 1 "DIFF" HEAD src/k/k.cu
+kernel ", int W = 1" i "a * x[i]" ""
+sed -i 's/scale<1>/scale<1, 1>/' src/k/k.cu
+run 1 "MISSING" HEAD src/k/k.cu
+run 0 "all the same" HEAD src/k/k.cu Li1ELi1EEv=Li1EEv
+run 2 "a rename is OLD=NEW" HEAD src/k/k.cu Li1E
+run 2 "no commit" no-such-commit src/k/k.cu
+[ "$fail" = 0 ] && echo "ptx_same: all checks passed"
+exit "$fail"
