@@ -15,8 +15,8 @@
 #include <cuda_runtime.h>
 
 #include "exec/cuda/gate_up_layout.h"
-#include "exec/cuda/gemm_small_m.h"
 #include "exec/cuda/gpu_weights.h"
+#include "exec/cuda/kernels.h"  // kSwigluTurn
 #include "model/tensor_parallel_slices.h"
 
 namespace paceline {

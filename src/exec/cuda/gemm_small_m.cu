@@ -95,7 +95,8 @@ template <int NT, int WG = 1>
 constexpr int shared_bytes() {
   static_assert(NT * 8 * part_pitch<WG>() * 4 <= stages<NT, WG>() * stage_bytes<NT, WG>());
   static_assert(WG > 1 || stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
-  return stages<NT, WG>() * stage_bytes<NT, WG>() + 1024;  // room to align the stages to 1,024 bytes
+  // 1,024 bytes more: room to align the stages to 1,024 bytes.
+  return stages<NT, WG>() * stage_bytes<NT, WG>() + 1024;
 }
 
 // One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),

@@ -6,7 +6,7 @@
 
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/gate_up_layout.h"
-#include "exec/cuda/gemm_small_m.h"
+#include "exec/cuda/kernels.h"  // kSwigluTurn
 #include "model/tensor_parallel_slices.h"
 
 namespace paceline::cuda {
