@@ -4,22 +4,32 @@
 # the RMSNorm after o_proj and down_proj in the small-M GEMM's last block at batch 1
 # (PACELINE_GEMM_NORM=0 turns it off in the same binary). About 6 minutes: gn's checks, batch
 # invariance at --max-num-seqs 64 (batch 1 fused against batches 4 / 8 / 64 not), then decode
-# steps of A, gn with the norm off and gn, in turn. Results: $OUT/r3.tar.gz.
+# steps of A, gn with the norm off and gn, in turn. Results: $OUT/r$CALL.tar.gz.
+# CALL=3 (the default): the third call. CALL=4: the fourth, after gn was rebuilt with the row and
+# the norm weights held in registers and loaded together: the norm's and the batch-invariance
+# tests only, and batch invariance on Qwen3-8B only.
 cd "$(dirname "$0")/../../.."  # the repository root
 tar -xJf gpu-pack/gpu-bundle.tar.xz
 export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
 B=gpu-bundle
-S=$OUT/r3; mkdir -p $S
-pack() { tar -czf $OUT/r3.tar.gz -C $OUT r3; }
+CALL=${CALL:-3}
+S=$OUT/r$CALL; mkdir -p $S
+pack() { tar -czf $OUT/r$CALL.tar.gz -C $OUT r$CALL; }
+tests='CudaGemmSmallM*:CudaRmsNorm.*:*Parity*:*BatchInvariance*:*LongStep*:*TensorParallel*'
+models="qwen3-1.7b qwen3-8b"
+if [ "$CALL" = 4 ]; then
+  tests='CudaGemmSmallM.Norm*:CudaGemmSmallM.RowBits*:CudaRmsNorm.*:*BatchInvariance*'
+  models=qwen3-8b
+fi
 log() { echo "== $*" | tee -a $S/summary.txt; }
 log "A $(cat $B/COMMIT), gn $(cat $B/COMMIT_gn);" \
   "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
-timeout 150 $B/cuda_tests_gn --gtest_color=no --gtest_filter='CudaGemmSmallM*:CudaRmsNorm.*:*Parity*:*BatchInvariance*:*LongStep*:*TensorParallel*' \
+timeout 150 $B/cuda_tests_gn --gtest_color=no --gtest_filter="$tests" \
   >$S/tests_gn.txt 2>&1
 log "tests_gn rc $?"
 grep -E "^\[  +(FAILED|PASSED)|tests? ran|Failure" $S/tests_gn.txt | head -20 | tee -a $S/summary.txt
 pack
-for model in qwen3-1.7b qwen3-8b; do
+for model in $models; do
   for dtype in auto fp8; do
     [ $model = qwen3-8b ] && [ $dtype = fp8 ] && continue
     timeout 90 $B/paceline_gn check --device cuda --model configs/models/$model.json \

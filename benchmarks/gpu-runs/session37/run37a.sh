@@ -7,13 +7,8 @@
 # (batch 16) without and with them, in turn, twice; last (NCU=0 skips it), o_proj at 64 rows
 # under ncu without and with them (duration, DRAM and L2 throughput: whether x's copies through
 # L2 are what the 64-row calls lose). Results: $OUT/r1.tar.gz.
-cd "$(dirname "$0")/../../.."  # the repository root
-tar -xJf gpu-pack/gpu-bundle.tar.xz
-export LD_LIBRARY_PATH=$PWD/gpu-bundle/lib PACELINE_SOURCE_DIR=$PWD PACELINE_HOME=$PWD
-B=gpu-bundle
-S=$OUT/r1; mkdir -p $S
-pack() { tar -czf $OUT/r1.tar.gz -C $OUT r1; }
-log() { echo "== $*" | tee -a $S/summary.txt; }
+RESULT=r1
+source "$(dirname "$0")/../common.sh"  # B, S, pack, log; the repository root
 log "binaries of $(cat $B/COMMIT); $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
 timeout 150 $B/cuda_tests --gtest_color=no --gtest_filter='CudaGemmSmallM*:CudaSwiglu.*:*BatchInvariance*' \
   >$S/tests.txt 2>&1
