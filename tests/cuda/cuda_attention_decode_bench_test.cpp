@@ -79,6 +79,15 @@ cuda::DecodeSplits with_prefetch(cuda::DecodeSplits s, bool prefetch) {
   return s;
 }
 
+// And with the FP8 fragments' order and copies set (DecodeSplits::fp8_key_pairs, fp8_bulk).
+cuda::DecodeSplits with_key_pairs(cuda::DecodeSplits s, bool prefetch, bool key_pairs,
+                                  bool bulk = false) {
+  s.prefetch = prefetch;
+  s.fp8_key_pairs = key_pairs;
+  s.fp8_bulk = bulk;
+  return s;
+}
+
 TEST(CudaDecodeAttentionBench, KvBandwidth) {
   PACELINE_REQUIRE_GPU();
   if (std::getenv("PACELINE_DECODE_BENCH") == nullptr) {
@@ -151,6 +160,17 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       {"production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanBf16, true)},
       {"fp8 production, prefetch 0", 0, 0, with_prefetch(cuda::kDecodePlanFp8, false), true},
       {"fp8 production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanFp8, true), true},
+      // The FP8 kernel's fragments in the pair order and in the bf16 order
+      // (PACELINE_DECODE_FP8_KEY_PAIRS), side by side.
+      {"fp8 production, key pairs 0", 0, 0,
+       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, false), true},
+      {"fp8 production, key pairs 1", 0, 0,
+       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, true), true},
+      // ... and copied in bulk (PACELINE_DECODE_FP8_BULK).
+      {"fp8 production, key pairs 0, bulk", 0, 0,
+       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, false, true), true},
+      {"fp8 production, key pairs 1, bulk", 0, 0,
+       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, true, true), true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},
@@ -212,7 +232,8 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       DeviceBuffer acc(parts * shape.head_dim * 4), ml(parts * 8);
       DeviceBuffer out(contexts.size() * static_cast<size_t>(shape.num_heads) * shape.head_dim * 2);
       const cuda::LayerCache bf16_cache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), bs};
-      const cuda::LayerCache fp8_cache = testing::fp8_layer_cache(k8, v8, bs);
+      // Its size said, for the bulk copies.
+      const cuda::LayerCache fp8_cache = testing::fp8_layer_cache(k8, v8, bs, pool_tokens);
       for (const Config& c : configs) {
         if ((only_some || production_only) && c.name.find("production") == std::string::npos) {
           continue;

@@ -107,7 +107,8 @@ struct OnDevice {
     fp8 = true;
   }
   cuda::LayerCache cache() const {
-    if (fp8) return testing::fp8_layer_cache(k8, v8, p.block_size);
+    // Its size said, so that an FP8 cache may be copied in bulk (DecodeSplits::fp8_bulk).
+    if (fp8) return testing::fp8_layer_cache(k8, v8, p.block_size, p.num_blocks * p.block_size);
     return cuda::LayerCache{k.as<cuda::bf16>(), v.as<cuda::bf16>(), p.block_size};
   }
 
@@ -247,9 +248,23 @@ void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t 
   EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
 }
 
-TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
-  PACELINE_REQUIRE_GPU();
-  const std::vector<Case> cases = {
+// The outputs of a problem over an FP8 cache (k8, v8) with one switch of its plan off, then on.
+std::pair<std::vector<uint16_t>, std::vector<uint16_t>> fp8_switch_off_and_on(
+    Problem& p, const std::vector<uint8_t>& k8, const std::vector<uint8_t>& v8,
+    bool cuda::DecodeSplits::*which) {
+  OnDevice d(p);
+  d.use_fp8(k8, v8);
+  p.splits.*which = false;  // d reads p's plan at each launch
+  d.run({});
+  std::vector<uint16_t> off = d.result();
+  p.splits.*which = true;
+  d.run({});
+  return {std::move(off), d.result()};
+}
+
+// The FP8 cases: every head size, groups of 1 to 8, block sizes 1 to 32, long contexts.
+std::vector<Case> fp8_cases() {
+  return {
       {{32, 8, 128}, 16, {1, 15, 17, 0, 129, 4097, 33000, 131071, 131072}},
       {{32, 8, 128}, 16, kShort},
       {{64, 8, 128}, 16, kShort},
@@ -259,8 +274,81 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
       {{4, 2, 32}, 16, kShort},
       {{4, 1, 16}, 16, kShort},
   };
+}
+
+TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
+  PACELINE_REQUIRE_GPU();
   uint64_t seed = 500;
-  for (const Case& c : cases) expect_fp8_matches_bf16(c, cuda::kDecodePlanFp8, seed++);
+  for (const Case& c : fp8_cases()) expect_fp8_matches_bf16(c, cuda::kDecodePlanFp8, seed++);
+}
+
+// The FP8 fragments widened in the bf16 order (DecodeSplits::fp8_key_pairs: V's fragments
+// straight from each pair of keys' bytes) over the same cases: as close to the reference. Only
+// the order of q . k's terms in the tensor cores differs from the pair order (the products of
+// P . V meet in the same order), which the printed count of differing elements shows.
+TEST(CudaDecodeAttention, Fp8KeyPairsMatchTheReferenceOnTheStoredValues) {
+  PACELINE_REQUIRE_GPU();
+  uint64_t seed = 800;
+  for (const Case& c : fp8_cases()) {
+    cuda::DecodeSplits pairs = cuda::kDecodePlanFp8;
+    pairs.fp8_key_pairs = true;
+    expect_fp8_matches_bf16(c, pairs, seed);
+    Problem p(c.shape, c.block_size, c.ctx, seed++);
+    p.splits = cuda::kDecodePlanFp8;
+    std::vector<uint8_t> k8, v8;
+    testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+    const auto [before, after] =
+        fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_key_pairs);
+    const size_t differ = testing::count_differing(after, before);
+    std::printf("[ decode fp8 key pairs ] heads %d/%d, head_dim %d: %zu of %zu elements differ "
+                "from the pair order, worst relative error %.2e\n",
+                c.shape.num_heads, c.shape.num_kv_heads, c.shape.head_dim, differ, after.size(),
+                check_against_reference(p, after));
+  }
+}
+
+// Bulk copies of an FP8 cache's tiles (DecodeSplits::fp8_bulk: two bulk tensor copies a tile at
+// head_dim 128 and blocks of 16, the copy engine's swizzle) give the bits of the threads' copies,
+// with the fragments in either order. A bulk copy brings a row's whole last block, so its slots
+// past the context here hold e4m3 NaNs (0x7f, 0xff), which the threads' copies never read
+// (their keys past the context are clamped onto the last one) and the bulk kernel must mask.
+TEST(CudaDecodeAttention, Fp8BulkCopiesKeepTheBitsAndIgnoreTheSlotsPastTheContext) {
+  PACELINE_REQUIRE_GPU();
+  const std::vector<int> ctx = {1, 15, 16, 17, 0, 129, 4097, 33000, 2000, 31, 64, 65};
+  uint64_t seed = 950;
+  for (const AttentionShape shape : {AttentionShape{32, 8, 128}, AttentionShape{64, 8, 128},
+                                     AttentionShape{8, 1, 128}}) {
+    for (const bool key_pairs : {false, true}) {
+      Problem p(shape, 16, ctx, seed++);
+      p.splits = cuda::kDecodePlanFp8;
+      p.splits.fp8_key_pairs = key_pairs;
+      std::vector<uint8_t> k8, v8;
+      testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+      size_t poisoned = 0;
+      for (size_t r = 0; r < ctx.size(); ++r) {
+        for (int off = ctx[r] % 16; ctx[r] % 16 != 0 && off < 16; ++off) {
+          for (int h = 0; h < shape.num_kv_heads; ++h) {
+            const int64_t row = cuda::kv_row(p.tables[r].back(), off, h, shape.num_kv_heads, 16);
+            for (int e = 0; e < 128; ++e) {
+              k8[row * 128 + e] = e % 2 ? 0x7f : 0xff;
+              v8[row * 128 + e] = e % 2 ? 0xff : 0x7f;
+            }
+            ++poisoned;
+          }
+        }
+      }
+      const auto [threads, bulk] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_bulk);
+      const double e = check_against_reference(p, bulk);
+      const size_t differ = testing::count_differing(bulk, threads);
+      EXPECT_EQ(differ, 0u) << "heads " << shape.num_heads << "/" << shape.num_kv_heads
+                            << ", key pairs " << key_pairs;
+      std::printf("[ decode fp8 bulk ] heads %d/%d, key pairs %d: %zu of %zu elements differ from "
+                  "the threads' copies, %zu rows of NaNs past the contexts, worst relative error "
+                  "%.2e\n",
+                  shape.num_heads, shape.num_kv_heads, key_pairs ? 1 : 0, differ, bulk.size(),
+                  poisoned, e);
+    }
+  }
 }
 
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
@@ -274,11 +362,13 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
 }
 
 // A row's output bits are the same alone, in any subset or order of rows, and replayed from a
-// CUDA graph captured for the whole list; for the bf16 cache and for an FP8 one.
-void expect_rows_batch_invariant(bool fp8) {
+// CUDA graph captured for the whole list; for the bf16 cache and for an FP8 one (its fragments
+// widened in either order).
+void expect_rows_batch_invariant(bool fp8, bool key_pairs = false) {
   std::vector<int> ctx;
   for (int i = 0; i < 64; ++i) ctx.push_back(i % 9 == 4 ? 0 : 1 + (i * 2654435761u) % 20000);
   Problem p({32, 8, 128}, 16, ctx, 99);
+  p.splits.fp8_key_pairs = key_pairs;
   std::vector<uint8_t> k8, v8;
   if (fp8) testing::random_fp8_cache(98, p.k, p.v, k8, v8);
   OnDevice d(p);
@@ -380,6 +470,11 @@ TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
 TEST(CudaDecodeAttention, Fp8RowsAreBatchInvariant) {
   PACELINE_REQUIRE_GPU();
   expect_rows_batch_invariant(true);
+}
+
+TEST(CudaDecodeAttention, Fp8KeyPairRowsAreBatchInvariant) {
+  PACELINE_REQUIRE_GPU();
+  expect_rows_batch_invariant(true, true);
 }
 
 }  // namespace

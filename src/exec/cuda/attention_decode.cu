@@ -21,6 +21,7 @@
 #include "exec/cuda/attention_decode_merge.cuh"
 #include "exec/cuda/attention_decode_tile.cuh"
 #include "exec/cuda/programmatic_launch.cuh"
+#include "exec/cuda/tma.cuh"
 
 namespace paceline::cuda {
 namespace decode {
@@ -87,20 +88,44 @@ constexpr int tiles_ahead() {
 // and copies) before it merges the current item's warps, so the merge, the partial's writes and
 // the next item's first memory round trips overlap; otherwise each item starts its copies after
 // the last one's merge. The same arithmetic either way: only when the copies start differs.
-template <int HD, int WARPS, int STAGES, bool FP8>
+//
+// KEY_PAIRS (FP8 only): tile_update's fragments in the bf16 order (splits.fp8_key_pairs).
+//
+// BULK (FP8, head_dim 128, blocks of 16 keys: a tile is one block's keys of one head, two
+// contiguous runs of 2 KB): lane 0 of a warp copies a tile by two bulk tensor copies (k_map,
+// v_map: rows of 128 bytes, boxes of 16 rows, the 128-byte swizzle) counted on the stage's
+// barrier, where the warp's lanes otherwise issue 16-byte cp.asyncs, 8 each and their addresses
+// (splits.fp8_bulk). The rest of the kernel is the same.
+template <int HD, int WARPS, int STAGES, bool FP8, bool KEY_PAIRS = false, bool BULK = false>
 __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
                   float* __restrict__ partial_acc, float* __restrict__ partial_ml,
-                  bf16* __restrict__ out) {
+                  bf16* __restrict__ out, const __grid_constant__ CUtensorMap k_map,
+                  const __grid_constant__ CUtensorMap v_map) {
   using L = HeadLayout<HD>;
+  static_assert(!BULK || (FP8 && HD == 128), "bulk copies: an FP8 cache, head_dim 128");
   constexpr int kAhead = tiles_ahead<HD, WARPS, STAGES, FP8>();
   static_assert(kAhead >= 1, "the merge leaves no stage for the next item's first tile");
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t* staging = smem;
-  uint32_t* merge_area = smem + merge_offset<HD, WARPS, STAGES, FP8>();
-  int* prefix = reinterpret_cast<int*>(smem + staging_words<HD, WARPS, STAGES, FP8>());
+  if constexpr (BULK) {  // the swizzle's 1,024-byte alignment
+    const uint32_t at = smem_address(smem);
+    staging = smem + ((1024 - at % 1024) % 1024) / 4;
+  }
+  uint32_t* merge_area = staging + merge_offset<HD, WARPS, STAGES, FP8>();
+  int* prefix = reinterpret_cast<int*>(staging + staging_words<HD, WARPS, STAGES, FP8>());
   int4* info = reinterpret_cast<int4*>(prefix + prefix_ints(num_rows));
+  // BULK: barrier s of warp w at bars[w * STAGES + s], one arrival (lane 0's) a phase.
+  uint64_t* bars = reinterpret_cast<uint64_t*>(info + num_rows);
+  if constexpr (BULK) {
+    if (threadIdx.x % 32 == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        tma::barrier_init(smem_address(bars + (threadIdx.x / 32) * STAGES + s), 1);
+      }
+      tma::barrier_init_fence();
+    }
+  }  // list_items' __syncthreads makes them visible
 
   allow_dependent_launch();  // the merge may start meanwhile
   const int kv_heads = shape.num_kv_heads;
@@ -120,6 +145,8 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
   // This warp's stage s is at my_stage + s * WARPS * kTile (an FP8 tile is half a bf16 one).
   constexpr int kTile = tile_words<HD, FP8>();
   uint32_t* my_stage = staging + warp * kTile;
+  uint64_t* my_bars = bars + warp * STAGES;
+  uint32_t phases = 0;  // BULK: bit s, the parity of stage s's next phase
   // Rows without keys (padding) get zeros, as the rest of the forward expects finite values.
   for (int pr = blockIdx.x; pr < num_rows; pr += gridDim.x) {
     if (info[pr].y > 0) continue;
@@ -146,7 +173,16 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
   auto issue = [&](const ItemPlace& p, int j, int stage, int row, int from) {
     if (j >= p.my_tiles) return;
     auto row_from = [&](int key) { return __shfl_sync(kFull, row, from + key); };
-    if constexpr (FP8) {
+    if constexpr (BULK) {
+      const int first = row_from(0);  // key 0 of the tile: its block's first row of the head
+      if (lane == 0) {
+        const uint32_t bar = smem_address(my_bars + stage);
+        const uint32_t dst = smem_address(my_stage + stage * WARPS * kTile);
+        tma::barrier_expect_bytes(bar, 2 * 16 * HD);
+        tma::load_2d(dst, &k_map, 0, first, bar);
+        tma::load_2d(dst + 16 * HD, &v_map, 0, first, bar);
+      }
+    } else if constexpr (FP8) {
       copy_tile_fp8<HD>(my_stage + stage * WARPS * kTile, lane, cache.k8, cache.v8, row_from);
     } else {
       copy_tile<HD>(my_stage + stage * WARPS * kTile, lane, cache.k, cache.v, row_from);
@@ -192,7 +228,10 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
                        static_cast<int64_t>(cur.kv_head * group + min(g, group - 1)) * HD;
 #pragma unroll
       for (int w = 0; w < L::kKWords; ++w) {
-        if constexpr (FP8) {  // K's pair order (HeadLayout::k_pair)
+        if constexpr (FP8 && KEY_PAIRS) {  // K's pairs in order, as bf16's
+          const float2 v = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
+          qa[w] = g < group ? pack_f16(v.x * q_scale, v.y * q_scale) : 0u;
+        } else if constexpr (FP8) {  // K's pair order (HeadLayout::k_pair)
           const int e = L::k_pair(w, c);
           qa[w] = g < group ? pack_f16(q[e] * q_scale, q[e + L::pair_step(L::kCK)] * q_scale) : 0u;
         } else {
@@ -209,7 +248,13 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
 
     int next_row = row_at(cur, next_key, next_block);
     for (int j = 0; j < cur.my_tiles; ++j) {
-      cp_async_wait<STAGES - 2>();  // tile j has landed
+      if constexpr (BULK) {  // tile j has landed
+        const int s = j % STAGES;
+        tma::barrier_wait(smem_address(my_bars + s), (phases >> s) & 1u);
+        phases ^= 1u << s;
+      } else {
+        cp_async_wait<STAGES - 2>();  // tile j has landed
+      }
       __syncwarp();                 // other lanes' copies are visible, the last tile is read
       issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_row, 0);
       cp_async_commit();
@@ -219,7 +264,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
         next_block = block_of(cur, next_key);
       }
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
-      tile_update<HD, FP8>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
+      tile_update<HD, FP8, KEY_PAIRS, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
                            m_run, l_run, acc);
       if (more) next_row = row_at(cur, next_key, next_block);
     }
@@ -237,12 +282,13 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       }
     }
 
-    merge_warps<HD, WARPS, FP8>(merge_area, warp, lane, group, m_run, l_run, acc);
+    merge_warps<HD, WARPS, FP8, KEY_PAIRS>(merge_area, warp, lane, group, m_run, l_run, acc);
     const int64_t first = (static_cast<int64_t>(done.r) * shape.num_heads + done.kv_head * group) *
                               splits.max_splits + done.split;
     bf16* out_row = out + (static_cast<int64_t>(done.ri.x) * shape.num_heads + done.kv_head * group) * HD;
     write_piece<HD, WARPS>(merge_area, group, splits.max_splits, first, done.pieces == 1, out_row,
                            partial_acc, partial_ml);
+    if constexpr (BULK) tma::fence_proxy_async();  // the merge's writes before bulk copies
     __syncthreads();  // the next item's later copies overwrite the merge's shared memory
   }
 }
@@ -266,19 +312,22 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int HD, int WARPS, int STAGES, bool FP8 = false>
-cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
-                   AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
-                   float* partial_ml, bf16* out, cudaStream_t stream) {
-  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8>;
+template <int HD, int WARPS, int STAGES, bool FP8 = false, bool KEY_PAIRS = false,
+          bool BULK = false>
+cudaError_t launch_kernel(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
+                          AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
+                          float* partial_ml, bf16* out, cudaStream_t stream,
+                          const CUtensorMap& k_map = CUtensorMap{},
+                          const CUtensorMap& v_map = CUtensorMap{}) {
+  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, KEY_PAIRS, BULK>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      smem_bytes<HD, WARPS, STAGES, FP8>(kMaxRowsPerLaunch));
+      smem_bytes<HD, WARPS, STAGES, FP8, BULK>(kMaxRowsPerLaunch));
   if (configured != cudaSuccess) return configured;
   const int64_t head_stride = static_cast<int64_t>(shape.num_heads) * splits.max_splits;
   for (int first = 0; first < num_rows; first += kMaxRowsPerLaunch) {
     const int n = std::min(kMaxRowsPerLaunch, num_rows - first);
-    const int smem = smem_bytes<HD, WARPS, STAGES, FP8>(n);
+    const int smem = smem_bytes<HD, WARPS, STAGES, FP8, BULK>(n);
     const int blocks = persistent_blocks(reinterpret_cast<const void*>(kernel), WARPS * 32, smem,
                                          static_cast<int64_t>(n) * shape.num_kv_heads *
                                              splits.max_splits);
@@ -286,7 +335,8 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     float* ml = partial_ml + first * head_stride * 2;
     cudaError_t e =
         launch_after_previous(ChainedKernel::kDecode, kernel, dim3(blocks), dim3(WARPS * 32), smem,
-                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out);
+                              stream, qkv, rows + first, n, splits, shape, in, cache, acc, ml, out,
+                              k_map, v_map);
     if (e != cudaSuccess) return e;
     const int merge_smem = static_cast<int>(sizeof(float)) *
                            (2 * splits.max_splits + 1) * (shape.num_heads / shape.num_kv_heads);
@@ -298,6 +348,52 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
+}
+
+// An FP8 cache plane (bytes, rows of 128 of one KV head: kv_row) as a 2-D tensor whose boxes are
+// one block's 16 keys of one head, in the 128-byte swizzle (Fp8Layout<128, true>). False where
+// the cache's size is not said, its blocks are not of 16 keys or the driver has no encoder.
+bool fp8_tile_map(const uint8_t* plane, int64_t num_slots, int kv_heads, int block_size,
+                  CUtensorMap* map) {
+  const auto encode = tma::tensor_map_encoder();
+  if (encode == nullptr || num_slots <= 0 || block_size != 16) return false;
+  const cuuint64_t dims[2] = {128, static_cast<cuuint64_t>(num_slots) * kv_heads};
+  const cuuint64_t strides[1] = {128};
+  const cuuint32_t box[2] = {128, 16};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(plane), dims, strides,
+                box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The kernel for the cache's element type; an FP8 cache's by splits.fp8_key_pairs and, at
+// head_dim 128 where the tensor maps can be had, splits.fp8_bulk.
+template <int HD, int WARPS, int STAGES, bool FP8 = false>
+cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
+                   AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
+                   float* partial_ml, bf16* out, cudaStream_t stream) {
+  if constexpr (FP8 && HD == 128) {
+    CUtensorMap k_map{}, v_map{};
+    if (splits.fp8_bulk &&
+        fp8_tile_map(cache.k8, cache.num_slots, shape.num_kv_heads, cache.block_size, &k_map) &&
+        fp8_tile_map(cache.v8, cache.num_slots, shape.num_kv_heads, cache.block_size, &v_map)) {
+      if (splits.fp8_key_pairs) {
+        return launch_kernel<HD, WARPS, STAGES, FP8, true, true>(
+            qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream,
+            k_map, v_map);
+      }
+      return launch_kernel<HD, WARPS, STAGES, FP8, false, true>(
+          qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream,
+          k_map, v_map);
+    }
+  }
+  if (FP8 && splits.fp8_key_pairs) {
+    return launch_kernel<HD, WARPS, STAGES, FP8, true>(qkv, rows, num_rows, splits, shape, in,
+                                                       cache, partial_acc, partial_ml, out, stream);
+  }
+  return launch_kernel<HD, WARPS, STAGES, FP8>(qkv, rows, num_rows, splits, shape, in, cache,
+                                               partial_acc, partial_ml, out, stream);
 }
 
 bool valid(AttentionShape shape, DecodeSplits splits) {

@@ -24,13 +24,23 @@ constexpr unsigned kFull = 0xffffffffu;
 // g = 0..3 at chunks 2i + c / 2, of a V read keys 2c + e at chunks 4i + g / 2, so the XORs by 0,
 // 2, 4, 6 put each half-warp on 32 different banks. The fragments are those of the bf16 tile
 // (HeadLayout), widened in registers.
-template <int HD>
+//
+// BULK (head_dim 128, a tile copied by two bulk tensor copies, DecodeSplits::fp8_bulk): the copy
+// engine's 128-byte swizzle, chunk ^ key % 8 for K and V alike (the tile 1024-byte aligned). The
+// same reads meet no more bank conflicts: a K read's 16 chunks of lanes g, c / 2 and a V read's of
+// lanes g / 2, c are two of each of eight values, in two 128-byte wavefronts as the 256 bytes need.
+template <int HD, bool BULK = false>
 struct Fp8Layout {
+  static_assert(!BULK || HD == 128, "bulk copies of 128-byte rows");
   static constexpr int kRowChunks = HD / 16;  // 16-byte chunks per key
   static constexpr int kTileWords = HD * 8;   // 2 x 16 x HD bytes
   static constexpr bool kSwizzle = kRowChunks >= 8;
-  __device__ static int k_swizzle(int key) { return kSwizzle ? (key & 3) << 1 : 0; }
-  __device__ static int v_swizzle(int key) { return kSwizzle ? ((key >> 1) & 3) << 1 : 0; }
+  __device__ static int k_swizzle(int key) {
+    return BULK ? key & 7 : kSwizzle ? (key & 3) << 1 : 0;
+  }
+  __device__ static int v_swizzle(int key) {
+    return BULK ? key & 7 : kSwizzle ? ((key >> 1) & 3) << 1 : 0;
+  }
   // Byte of element `e` of key `key`, in the K region and in the V region (after K).
   __device__ static int k_byte(int key, int e) {
     return key * HD + ((e / 16) ^ k_swizzle(key)) * 16 + e % 16;
@@ -50,9 +60,12 @@ constexpr int staging_words() {
   return STAGES * WARPS * tile_words<HD, FP8>();
 }
 __host__ __device__ constexpr int prefix_ints(int rows) { return (rows + 1 + 3) / 4 * 4; }
-template <int HD, int WARPS, int STAGES, bool FP8 = false>
+// BULK: 1,024 bytes more to align the staging for the copy engine's swizzle, and a barrier (8
+// bytes) per stage of each warp after the rows' table.
+template <int HD, int WARPS, int STAGES, bool FP8 = false, bool BULK = false>
 constexpr int smem_bytes(int rows) {
-  return 4 * staging_words<HD, WARPS, STAGES, FP8>() + 4 * prefix_ints(rows) + 16 * rows;
+  return 4 * staging_words<HD, WARPS, STAGES, FP8>() + 4 * prefix_ints(rows) + 16 * rows +
+         (BULK ? 1024 + 8 * STAGES * WARPS : 0);
 }
 
 // Each row's (row, context, block-table offset) into info and the start of its items into
@@ -158,6 +171,45 @@ __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t*
   }
 }
 
+// N words (N = 1, 2 or 4) of f16 pairs from 2N e4m3 bytes in shared memory, in order (the bf16
+// tile's pairs, HeadLayout::k_element): one conversion a pair.
+template <int N>
+__device__ __forceinline__ void load_fp8_f16_words_in_order(uint32_t* dst, const uint8_t* src) {
+  if constexpr (N == 4) {
+    const uint2 r = *reinterpret_cast<const uint2*>(src);
+    e4m3x4_to_f16x4(r.x, dst[0], dst[1]);
+    e4m3x4_to_f16x4(r.y, dst[2], dst[3]);
+  } else if constexpr (N == 2) {
+    e4m3x4_to_f16x4(*reinterpret_cast<const uint32_t*>(src), dst[0], dst[1]);
+  } else {
+    dst[0] = e4m3x2_to_f16x2(*reinterpret_cast<const uint16_t*>(src));
+  }
+}
+
+// The A fragments of Vᵀ for two keys a, b (N words each, 2N e4m3 bytes of each key in shared
+// memory): lo[j] = (a, b) of the piece's element 2j, hi[j] = (a, b) of element 2j + 1, the words
+// the bf16 tile's byte permutes make (HeadLayout::v_element's order), straight from the bytes.
+template <int N>
+__device__ __forceinline__ void load_fp8_key_pair(uint32_t* lo, uint32_t* hi, const uint8_t* a,
+                                                  const uint8_t* b) {
+  if constexpr (N == 4) {
+    const uint2 ra = *reinterpret_cast<const uint2*>(a);
+    const uint2 rb = *reinterpret_cast<const uint2*>(b);
+    e4m3_across_to_f16x2<0x5140>(ra.x, rb.x, lo[0], hi[0]);
+    e4m3_across_to_f16x2<0x7362>(ra.x, rb.x, lo[1], hi[1]);
+    e4m3_across_to_f16x2<0x5140>(ra.y, rb.y, lo[2], hi[2]);
+    e4m3_across_to_f16x2<0x7362>(ra.y, rb.y, lo[3], hi[3]);
+  } else if constexpr (N == 2) {
+    const uint32_t ra = *reinterpret_cast<const uint32_t*>(a);
+    const uint32_t rb = *reinterpret_cast<const uint32_t*>(b);
+    e4m3_across_to_f16x2<0x5140>(ra, rb, lo[0], hi[0]);
+    e4m3_across_to_f16x2<0x7362>(ra, rb, lo[1], hi[1]);
+  } else {
+    e4m3_across_to_f16x2<0x5140>(*reinterpret_cast<const uint16_t*>(a),
+                                 *reinterpret_cast<const uint16_t*>(b), lo[0], hi[0]);
+  }
+}
+
 // One 16-key tile of a warp, staged at `st`: scores of the group's heads (row g of S is head
 // g), the online softmax in base 2, and o += p . v. Lane (g, c) keeps head g's running max and
 // its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
@@ -170,12 +222,22 @@ __device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t*
 // 4 on an H100); before session 13, to bf16 by a conversion and three more operations a pair
 // (71-76% of the copy rate at 32k-128k x 16 where the f16 widening reached 87-93%;
 // docs/performance.md).
-template <int HD, bool FP8 = false>
+//
+// KEY_PAIRS (FP8 only, DecodeSplits::fp8_key_pairs): the fragments in the bf16 tile's element
+// order, K's pairs converted as they lie (no permute) and V's A fragments made from each pair of
+// keys' bytes (load_fp8_key_pair: one permute for four values, where widening each key and
+// regrouping took three); q's pairs and Oᵀ's rows follow (k_element, v_element).
+//
+// BULK: the tile in Fp8Layout<HD, true>, a whole block copied, so the keys of a partial tile past
+// the context are whatever the slots hold (stale values, never-written bytes, NaNs): their scores
+// are masked as always, and their V values are zeroed (0 x NaN would be NaN).
+template <int HD, bool FP8 = false, bool KEY_PAIRS = false, bool BULK = false>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],
                                             float& m_run, float& l_run,
                                             float (&acc)[HeadLayout<HD>::kSteps][4]) {
   using L = HeadLayout<HD>;
+  using F = Fp8Layout<HD, BULK>;
   const int g = lane / 4;
   const int c = lane % 4;
   float s[2][4];
@@ -184,10 +246,14 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     uint32_t kw[L::kKWords];
 #pragma unroll
     for (int i = 0; i < L::kNK; ++i) {
-      if constexpr (FP8) {
+      if constexpr (FP8 && KEY_PAIRS) {
+        load_fp8_f16_words_in_order<L::kCK>(
+            kw + i * L::kCK, reinterpret_cast<const uint8_t*>(st) +
+                                 F::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
+      } else if constexpr (FP8) {
         load_fp8_f16_words<L::kCK>(kw + i * L::kCK,
                                    reinterpret_cast<const uint8_t*>(st) +
-                                       Fp8Layout<HD>::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
+                                       F::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
       } else {
         load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
       }
@@ -247,41 +313,85 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     }
   }
 
-  uint32_t vw[4][L::kVWords];
+  if constexpr (FP8 && KEY_PAIRS) {
+    // va[h][0][mt], va[h][1][mt]: keys 8h + 2c and 8h + 2c + 1 of Vᵀ's rows g and g + 8.
+    uint32_t va[2][2][L::kVWords];
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(st);
 #pragma unroll
-  for (int v = 0; v < 4; ++v) {
-    const int key = (v / 2) * 8 + 2 * c + v % 2;
+    for (int h = 0; h < 2; ++h) {
+      const int key = h * 8 + 2 * c;
 #pragma unroll
-    for (int i = 0; i < L::kNV; ++i) {
-      if constexpr (FP8) {
-        load_fp8_f16_words<L::kCV>(vw[v] + i * L::kCV,
-                                   reinterpret_cast<const uint8_t*>(st) +
-                                       Fp8Layout<HD>::v_byte(key, L::v_element(i * L::kCV, g)));
-      } else {
-        load_words<L::kCV>(vw[v] + i * L::kCV,
-                           st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
+      for (int i = 0; i < L::kNV; ++i) {
+        const int e = L::v_element(i * L::kCV, g);
+        load_fp8_key_pair<L::kCV>(va[h][0] + i * L::kCV, va[h][1] + i * L::kCV,
+                                  bytes + F::v_byte(key, e),
+                                  bytes + F::v_byte(key + 1, e));
       }
     }
-  }
+    if constexpr (BULK) {
+      if (tb + 16 > k_end) {  // a partial tile (the same for the whole warp)
 #pragma unroll
-  for (int mt = 0; mt < L::kSteps; ++mt) {
-    // Vᵀ rows (elements) x keys: pair the two keys' copies of each element.
-    const uint32_t a0 = __byte_perm(vw[0][mt], vw[1][mt], 0x5410);
-    const uint32_t a1 = __byte_perm(vw[0][mt], vw[1][mt], 0x7632);
-    const uint32_t a2 = __byte_perm(vw[2][mt], vw[3][mt], 0x5410);
-    const uint32_t a3 = __byte_perm(vw[2][mt], vw[3][mt], 0x7632);
-    if constexpr (FP8) {
-      mma_f16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
-    } else {
-      mma_bf16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
+        for (int h = 0; h < 2; ++h) {
+          const int key = tb + h * 8 + 2 * c;
+          const uint32_t keep =
+              (key < k_end ? 0x0000ffffu : 0u) | (key + 1 < k_end ? 0xffff0000u : 0u);
+#pragma unroll
+          for (int mt = 0; mt < L::kSteps; ++mt) va[h][0][mt] &= keep, va[h][1][mt] &= keep;
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < L::kSteps; ++mt) {
+      mma_f16(acc[mt], va[0][0][mt], va[0][1][mt], va[1][0][mt], va[1][1][mt], pb[0], pb[1]);
+    }
+  } else {
+    uint32_t vw[4][L::kVWords];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      const int key = (v / 2) * 8 + 2 * c + v % 2;
+#pragma unroll
+      for (int i = 0; i < L::kNV; ++i) {
+        if constexpr (FP8) {
+          load_fp8_f16_words<L::kCV>(vw[v] + i * L::kCV,
+                                     reinterpret_cast<const uint8_t*>(st) +
+                                         F::v_byte(key, L::v_element(i * L::kCV, g)));
+        } else {
+          load_words<L::kCV>(vw[v] + i * L::kCV,
+                             st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
+        }
+      }
+    }
+    if constexpr (BULK) {
+      if (tb + 16 > k_end) {  // a partial tile (the same for the whole warp)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          if (tb + (v / 2) * 8 + 2 * c + v % 2 >= k_end) {
+#pragma unroll
+            for (int w = 0; w < L::kVWords; ++w) vw[v][w] = 0u;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < L::kSteps; ++mt) {
+      // Vᵀ rows (elements) x keys: pair the two keys' copies of each element.
+      const uint32_t a0 = __byte_perm(vw[0][mt], vw[1][mt], 0x5410);
+      const uint32_t a1 = __byte_perm(vw[0][mt], vw[1][mt], 0x7632);
+      const uint32_t a2 = __byte_perm(vw[2][mt], vw[3][mt], 0x5410);
+      const uint32_t a3 = __byte_perm(vw[2][mt], vw[3][mt], 0x7632);
+      if constexpr (FP8) {
+        mma_f16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
+      } else {
+        mma_bf16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
+      }
     }
   }
 }
 
 // The warps' states into shared memory (over the staging, once every warp is done with it):
-// m and l [warps][8], o [warps][8][HD]. FP8: the accumulators' rows are HeadLayout::v_pair's
-// elements.
-template <int HD, int WARPS, bool FP8 = false>
+// m and l [warps][8], o [warps][8][HD]. FP8 (without KEY_PAIRS): the accumulators' rows are
+// HeadLayout::v_pair's elements.
+template <int HD, int WARPS, bool FP8 = false, bool KEY_PAIRS = false>
 __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, int group,
                                             float m_run, float l_run,
                                             const float (&acc)[HeadLayout<HD>::kSteps][4]) {
@@ -302,8 +412,9 @@ __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, 
   float* o1 = o0 + HD;
 #pragma unroll
   for (int mt = 0; mt < L::kSteps; ++mt) {
-    const int d = FP8 ? L::v_pair(mt, g) : L::v_element(mt, g);
-    const int d2 = d + (FP8 ? L::pair_step(L::kCV) : 1);
+    constexpr bool kPairOrder = FP8 && !KEY_PAIRS;
+    const int d = kPairOrder ? L::v_pair(mt, g) : L::v_element(mt, g);
+    const int d2 = d + (kPairOrder ? L::pair_step(L::kCV) : 1);
     if (2 * c < group) o0[d] = acc[mt][0], o0[d2] = acc[mt][2];
     if (2 * c + 1 < group) o1[d] = acc[mt][1], o1[d2] = acc[mt][3];
   }

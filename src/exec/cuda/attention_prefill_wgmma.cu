@@ -961,26 +961,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   write_rows(o, rows, t, out, cw, warp, g, tig);
 }
 
-// The driver's tensor map encoder, or nullptr where the driver has none.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const auto encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                                           cudaEnableDefault, &found);
-    return e == cudaSuccess && found == cudaDriverEntryPointSuccess
-               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
-               : nullptr;
-  }();
-  return encode;
-}
-
 // A bf16 cache plane as a 2-D tensor of rows of one KV head (kv_row, kernels.h: [blocks x KV
 // heads x block_size][head_dim]) whose boxes are one block's keys of one head, 64 columns, in the
 // 128-byte swizzle the MMAs read. False where the driver has no encoder or refuses the shape.
 bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_heads, int block_size,
                    CUtensorMap* map) {
-  const auto encode = tensor_map_encoder();
+  const auto encode = tma::tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
                               static_cast<cuuint64_t>(num_slots) * kv_heads};
@@ -998,7 +984,7 @@ bool kv_tensor_map(const bf16* plane, int64_t num_slots, int kv_heads, int block
 // widens from.
 bool kv8_tensor_map(const uint8_t* plane, int64_t num_slots, int kv_heads, int block_size,
                     CUtensorMap* map) {
-  const auto encode = tensor_map_encoder();
+  const auto encode = tma::tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kHeadDim),
                               static_cast<cuuint64_t>(num_slots) * kv_heads};

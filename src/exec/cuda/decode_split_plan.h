@@ -19,6 +19,17 @@ namespace paceline::cuda {
 // step at batch 64, 1k -1.4%; docs/performance.md).
 inline constexpr bool kDecodePrefetch = true;
 
+// Whether an FP8 cache's decode attention widens its tiles' fragments in the bf16 kernel's element
+// order (attention_decode_tile.cuh, KEY_PAIRS: V's fragments straight from each pair of keys'
+// bytes, 48 fewer byte permutes a tile for each lane at head_dim 128) or in the pair order of
+// sessions 13 to 36. Off until measured (PACELINE_DECODE_FP8_KEY_PAIRS).
+inline constexpr bool kDecodeFp8KeyPairs = false;
+
+// Whether an FP8 cache's decode attention copies a tile by two bulk tensor copies (lane 0 of the
+// warp, head_dim 128, blocks of 16 keys, the cache's size known) instead of 8 cp.asyncs a lane
+// (attention_decode.cu, BULK). The same bits. Off until measured (PACELINE_DECODE_FP8_BULK).
+inline constexpr bool kDecodeFp8Bulk = false;
+
 struct DecodeSplits {
   int max_splits = 16;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
@@ -29,6 +40,10 @@ struct DecodeSplits {
   // How a block takes its items, not how they are cut: the next item's first tiles before this
   // one's merge (PACELINE_DECODE_PREFETCH).
   bool prefetch = kDecodePrefetch;
+  // How an FP8 cache's fragments are widened (PACELINE_DECODE_FP8_KEY_PAIRS).
+  bool fp8_key_pairs = kDecodeFp8KeyPairs;
+  // How an FP8 cache's tiles are copied (PACELINE_DECODE_FP8_BULK).
+  bool fp8_bulk = kDecodeFp8Bulk;
 };
 
 struct DecodeSplitPlan {
@@ -114,14 +129,30 @@ inline std::optional<DecodeSplits> decode_splits_from(const char* value, bool fp
   return s;
 }
 
-// PACELINE_DECODE_PREFETCH's value: nullptr (unset) or empty gives kDecodePrefetch, "0" off, "1"
-// on; anything else is an error, described in *error.
-inline std::optional<bool> decode_prefetch_from(const char* value, std::string* error) {
-  if (value == nullptr || *value == 0) return kDecodePrefetch;
+// The value of the switch `name`: nullptr (unset) or empty gives `fallback`, "0" off, "1" on;
+// anything else is an error, described in *error.
+inline std::optional<bool> decode_switch_from(const char* name, const char* value, bool fallback,
+                                              std::string* error) {
+  if (value == nullptr || *value == 0) return fallback;
   if (value[0] == '0' && value[1] == 0) return false;
   if (value[0] == '1' && value[1] == 0) return true;
-  *error = "PACELINE_DECODE_PREFETCH=\"" + std::string(value) + "\": expected 0 or 1";
+  *error = std::string(name) + "=\"" + std::string(value) + "\": expected 0 or 1";
   return std::nullopt;
+}
+
+// PACELINE_DECODE_PREFETCH's value (kDecodePrefetch when unset).
+inline std::optional<bool> decode_prefetch_from(const char* value, std::string* error) {
+  return decode_switch_from("PACELINE_DECODE_PREFETCH", value, kDecodePrefetch, error);
+}
+
+// PACELINE_DECODE_FP8_KEY_PAIRS's value (kDecodeFp8KeyPairs when unset).
+inline std::optional<bool> decode_fp8_key_pairs_from(const char* value, std::string* error) {
+  return decode_switch_from("PACELINE_DECODE_FP8_KEY_PAIRS", value, kDecodeFp8KeyPairs, error);
+}
+
+// PACELINE_DECODE_FP8_BULK's value (kDecodeFp8Bulk when unset).
+inline std::optional<bool> decode_fp8_bulk_from(const char* value, std::string* error) {
+  return decode_switch_from("PACELINE_DECODE_FP8_BULK", value, kDecodeFp8Bulk, error);
 }
 
 }  // namespace paceline::cuda

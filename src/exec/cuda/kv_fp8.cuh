@@ -74,6 +74,34 @@ __device__ __forceinline__ void e4m3x4_to_f16_pairs(uint32_t r, uint32_t& even, 
       : "r"(r));
 }
 
+// Four e4m3 bytes as two f16 pairs in order, exactly: (e, e + 1) and (e + 2, e + 3), one
+// conversion a pair and nothing else.
+__device__ __forceinline__ void e4m3x4_to_f16x4(uint32_t r, uint32_t& first, uint32_t& second) {
+  asm("{\n.reg .b16 lo, hi;\n"
+      "mov.b32 {lo, hi}, %2;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+      : "=r"(first), "=r"(second)
+      : "r"(r));
+}
+
+// Two keys' e4m3 bytes side by side as f16 pairs across the keys, exactly: one byte permute puts
+// a's byte i beside b's byte i and a's byte i + 1 beside b's, then one conversion a pair. SEL
+// 0x5140 takes bytes 0 and 1 of a and b, 0x7362 bytes 2 and 3: first = (a_i, b_i), second =
+// (a_i+1, b_i+1). The FP8 decode attention's V fragments (a pair of keys of one element), where
+// widening each key alone took one more permute a pair to regroup the halves.
+template <uint32_t SEL>
+__device__ __forceinline__ void e4m3_across_to_f16x2(uint32_t a, uint32_t b, uint32_t& first,
+                                                     uint32_t& second) {
+  asm("{\n.reg .b16 lo, hi;\n.reg .b32 p;\n"
+      "prmt.b32 p, %2, %3, %4;\n"
+      "mov.b32 {lo, hi}, p;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+      : "=r"(first), "=r"(second)
+      : "r"(a), "r"(b), "n"(SEL));
+}
+
 // Eight e4m3 bytes as eight f16 (16 bytes), in order and exactly: one conversion instruction a
 // pair and nothing else (the prefill attention's FP8 cache, which multiplies on f16 tensor cores).
 __device__ __forceinline__ uint4 fp8x8_to_f16x8(uint2 raw) {

@@ -3,10 +3,26 @@
 // their bytes in: one thread starts a copy of a box of a 2-D tensor described by a CUtensorMap
 // into shared memory, and the threads that read it wait on the stage's barrier.
 #include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
 #include <cstdint>
 
 namespace paceline::cuda::tma {
+
+// The driver's tensor map encoder, or nullptr where the driver has none.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                                           cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
+               : nullptr;
+  }();
+  return encode;
+}
 
 #ifdef __CUDACC__
 
@@ -31,6 +47,11 @@ __device__ __forceinline__ void barrier_wait(uint32_t bar, uint32_t parity) {
       "@!done bra wait;\n}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+// Orders this thread's generic-proxy accesses to shared memory before later bulk copies into it
+// (a region written by threads, then by the copy engine).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 // Box (x, y) of the tensor map (x the inner coordinate, in elements) to shared memory at dst,
 // its bytes counted on bar.
