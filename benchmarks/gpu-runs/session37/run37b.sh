@@ -2,15 +2,16 @@
 # Session 37, the FP8 decode attention: fragments widened in the bf16 order
 # (PACELINE_DECODE_FP8_KEY_PAIRS=1) and tiles copied by bulk tensor copies
 # (PACELINE_DECODE_FP8_BULK=1), both off by default. About 6 minutes: the decode attention's
-# tests, batch invariance on Qwen3-8B with an FP8 cache and both on, the decode bench's production
-# rows at 8k x 16, 32k x 1, 32k x 16 and 128k x 4 (each combination side by side, output bits
+# tests and the small-M GEMM's and SwiGLU's (their cluster sums share a helper since this run),
+# batch invariance on Qwen3-8B with an FP8 cache and both on, the decode bench's production rows
+# at 8k x 16, 32k x 1, 32k x 16 and 128k x 4 (each combination side by side, output bits
 # hashed), then decode steps with an FP8 cache at 32k (batches 1 and 16) for (key pairs, bulk) =
 # (0, 0), (1, 0), (1, 1), in turn, twice; last, the FP8 kernels' SASS instruction counts (if
 # cuobjdump is there). Results: $OUT/r2.tar.gz.
 RESULT=r2
 source "$(dirname "$0")/../common.sh"  # B, S, pack, log; the repository root
 log "binaries of $(cat $B/COMMIT); $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
-timeout 200 $B/cuda_tests --gtest_color=no --gtest_filter='CudaDecodeAttention.*' >$S/tests.txt 2>&1
+timeout 200 $B/cuda_tests --gtest_color=no --gtest_filter='CudaDecodeAttention.*:CudaGemmSmallM*:CudaSwiglu.*' >$S/tests.txt 2>&1
 log "tests rc $?"
 grep -E "^\[  +(FAILED|PASSED)|tests? ran|Failure|key pairs" $S/tests.txt | head -30 | tee -a $S/summary.txt
 PACELINE_DECODE_FP8_KEY_PAIRS=1 PACELINE_DECODE_FP8_BULK=1 timeout 90 $B/paceline check --device cuda \

@@ -117,6 +117,42 @@ constexpr int shared_bytes() {
 // WG = 2 (a wide block, one an SM): the block's tile is two tiles of kFeatures, one a warpgroup,
 // whose copies of x are one: the same MMAs on the same operands as two blocks of one, so the same
 // bits, for half the copies of x (at 64 rows x costs half the weights' bytes a stage).
+// N quads (four adjacent features of a row of the partial sums, at at[0..N) in this block's
+// shared memory) summed over the cluster's `pieces` blocks: every piece's reads issued before the
+// first add (the reads cross the cluster, and one at a time they cost a round trip each), the
+// adds in piece order, so the bits are those of a sum taken piece by piece.
+template <int N>
+__device__ __forceinline__ void sum_over_pieces(cooperative_groups::cluster_group& cluster,
+                                                const float* const (&at)[N], int pieces,
+                                                float (&sum)[N][4]) {
+  float4 v[kSmallMMaxPieces][N];
+#pragma unroll
+  for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+    if (p < pieces) {
+#pragma unroll
+      for (int q = 0; q < N; ++q) {
+        v[p][q] = *reinterpret_cast<const float4*>(
+            cluster.map_shared_rank(const_cast<float*>(at[q]), p));
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < N; ++q) sum[q][0] = sum[q][1] = sum[q][2] = sum[q][3] = 0.0f;
+#pragma unroll
+  for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
+    if (p < pieces) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+#pragma unroll
+        for (int q = 0; q < N; ++q) {
+          const float x = c == 0 ? v[p][q].x : c == 1 ? v[p][q].y : c == 2 ? v[p][q].z : v[p][q].w;
+          sum[q][c] = __fadd_rn(sum[q][c], x);
+        }
+      }
+    }
+  }
+}
+
 template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
 __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
@@ -296,9 +332,7 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
   }
   cluster.sync();
   // Four adjacent features at a time (16-byte reads of the partial rows, whose pitch keeps them
-  // aligned), every piece's read issued before the first add: the reads cross the cluster, and
-  // one at a time they cost a round trip each. The adds stay in piece order, so the bits are
-  // those of a sum taken piece by piece.
+  // aligned), summed by sum_over_pieces.
   constexpr int kQuads = kTileFeatures / 4;  // of a row of the block's tile
   if constexpr (SWIGLU) {
     // Each gate quad with the up quad 64 features on, both summed in piece order as below: quad
@@ -312,26 +346,11 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       const int gate_column = q % kNarrowGateQuads * 4;  // in the narrow tile's 64
       const int fl = narrow * kFeatures + gate_column;
       if (WG > 1 && (tile * WG + narrow) * 64 >= y_pitch) continue;  // a wide block's tile past n
-      float4 gv[kSmallMMaxPieces], uv[kSmallMMaxPieces];
-#pragma unroll
-      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-        if (p < pieces) {
-          gv[p] = *reinterpret_cast<const float4*>(
-              cluster.map_shared_rank(part + r * kPartPitch + fl, p));
-          uv[p] = *reinterpret_cast<const float4*>(
-              cluster.map_shared_rank(part + r * kPartPitch + fl + 64, p));
-        }
-      }
-      float gs[4] = {0.0f, 0.0f, 0.0f, 0.0f}, us[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-        if (p < pieces) {
-          gs[0] = __fadd_rn(gs[0], gv[p].x), us[0] = __fadd_rn(us[0], uv[p].x);
-          gs[1] = __fadd_rn(gs[1], gv[p].y), us[1] = __fadd_rn(us[1], uv[p].y);
-          gs[2] = __fadd_rn(gs[2], gv[p].z), us[2] = __fadd_rn(us[2], uv[p].z);
-          gs[3] = __fadd_rn(gs[3], gv[p].w), us[3] = __fadd_rn(us[3], uv[p].w);
-        }
-      }
+      const float* const at[2] = {part + r * kPartPitch + fl, part + r * kPartPitch + fl + 64};
+      float s[2][4];
+      sum_over_pieces<2>(cluster, at, pieces, s);
+      const float(&gs)[4] = s[0];
+      const float(&us)[4] = s[1];
       const __nv_bfloat162 lo =
           __floats2bfloat162_rn(silu_times(gs[0], us[0]), silu_times(gs[1], us[1]));
       const __nv_bfloat162 hi =
@@ -347,28 +366,13 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
          q += pieces * kBlockThreads) {
       const int r = q / kQuads;
       const int fl = (q % kQuads) * 4;
-      float4 v[kSmallMMaxPieces];
-#pragma unroll
-      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-        if (p < pieces) {
-          v[p] = *reinterpret_cast<const float4*>(
-              cluster.map_shared_rank(part + r * kPartPitch + fl, p));
-        }
-      }
-      float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int p = 0; p < static_cast<int>(kSmallMMaxPieces); ++p) {
-        if (p < pieces) {
-          sum[0] = __fadd_rn(sum[0], v[p].x);
-          sum[1] = __fadd_rn(sum[1], v[p].y);
-          sum[2] = __fadd_rn(sum[2], v[p].z);
-          sum[3] = __fadd_rn(sum[3], v[p].w);
-        }
-      }
+      const float* const at[1] = {part + r * kPartPitch + fl};
+      float sum[1][4];
+      sum_over_pieces<1>(cluster, at, pieces, sum);
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t f = f_tile + fl + c;
-        if (f < n) store_out(y + r * n + f, sum[c], beta);
+        if (f < n) store_out(y + r * n + f, sum[0][c], beta);
       }
     }
   }
