@@ -21,13 +21,18 @@ inline constexpr bool kDecodePrefetch = true;
 
 // Whether an FP8 cache's decode attention widens its tiles' fragments in the bf16 kernel's element
 // order (attention_decode_tile.cuh, KEY_PAIRS: V's fragments straight from each pair of keys'
-// bytes, 48 fewer byte permutes a tile for each lane at head_dim 128) or in the pair order of
-// sessions 13 to 36. Off until measured (PACELINE_DECODE_FP8_KEY_PAIRS).
-inline constexpr bool kDecodeFp8KeyPairs = false;
+// bytes; 48 fewer byte permutes a tile for each lane at head_dim 128, the kernel's PRMTs 66 -> 18)
+// or in the pair order of sessions 13 to 36 (PACELINE_DECODE_FP8_KEY_PAIRS=0). The same bits
+// (0 elements differ over every test shape). On since session 37 (H100: kernel -0.4 to -1.4%,
+// flat at 32k x 16; FP8 32k steps -0.2 to -0.45%; docs/performance.md, "Session 37").
+inline constexpr bool kDecodeFp8KeyPairs = true;
 
 // Whether an FP8 cache's decode attention copies a tile by two bulk tensor copies (lane 0 of the
 // warp, head_dim 128, blocks of 16 keys, the cache's size known) instead of 8 cp.asyncs a lane
-// (attention_decode.cu, BULK). The same bits. Off until measured (PACELINE_DECODE_FP8_BULK).
+// (attention_decode.cu, BULK). The same bits, 12% fewer instructions in the kernel, but slower on
+// an H100 where the FP8 kernel reads near its copy rate (session 37: kernel +2.3% at 32k x 16,
+// +3% at 128k x 4; the 32k x 16 step +1.4%), so off (PACELINE_DECODE_FP8_BULK=1): to be measured
+// on an H200, where the FP8 kernel reads at 81% of the copy rate and bf16 at 100%.
 inline constexpr bool kDecodeFp8Bulk = false;
 
 struct DecodeSplits {

@@ -4,9 +4,6 @@
 
 #include <cooperative_groups.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 #include "exec/cuda/device_utils.cuh"
@@ -18,16 +15,13 @@
 namespace paceline::cuda {
 namespace {
 
-constexpr int kThreads = 128;  // a warpgroup: 4 warps, 32 features each
-constexpr int kFeatures = static_cast<int>(kSmallMFeatures);  // a warpgroup's features
+constexpr int kThreads = 128;  // 4 warps, 32 features each
+constexpr int kFeatures = static_cast<int>(kSmallMFeatures);
 constexpr int kChunkBytes = static_cast<int>(kSmallMChunk) * 2;  // one row of a stage: 128 bytes
-constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB a warpgroup
-// Floats of a row of partial sums in shared memory: 4 more than the block's features, so that the
+constexpr int kWeightStageBytes = kFeatures * kChunkBytes;        // 16 KB
+// Floats of a row of partial sums in shared memory: 4 more than the features, so that the
 // accumulators a warp stores (8 features x 4 rows two apart) fall in 32 distinct banks.
-template <int WG>
-constexpr int part_pitch() {
-  return WG * kFeatures + 4;
-}
+constexpr int kPartPitch = kFeatures + 4;
 
 // A stage's row r (a weight row or a row of x) holds 64 k in 8 pieces of 16 bytes; piece c lies
 // at position c ^ (r % 8): wgmma's 128-byte swizzle (wgmma.cuh), with the stages 1,024-byte
@@ -75,28 +69,24 @@ __device__ __forceinline__ void store_out<bf16>(bf16* y, float v, float beta) {
   *y = __float2bfloat16_rn(beta == 0.0f ? v : __fmaf_rn(beta, __bfloat162float(*y), v));
 }
 
-// WG: warpgroups of a block (1; or 2 in a wide block, gemm_small_m.h), each kFeatures features of
-// the block's tile, sharing the stage's rows of x.
-template <int NT, int WG = 1>
+template <int NT>
 constexpr int stage_bytes() {
-  return WG * kWeightStageBytes + NT * 8 * kChunkBytes;
+  return kWeightStageBytes + NT * 8 * kChunkBytes;
 }
 // Stages of the pipeline: as many as keep three blocks on an SM (at most 75 KB of shared memory
 // each). With two, a cluster of five blocks (qkv_proj's pieces) finds room for only 47 of its 48
 // clusters on the H200's GPCs, and the 48th runs alone after the rest: twice the time (ncu,
 // docs/performance.md). The depth does not enter a row's arithmetic.
-template <int NT, int WG = 1>
+template <int NT>
 constexpr int stages() {
   constexpr int most = static_cast<int>(kSmallMStages);
-  if constexpr (WG > 1) return most;  // one block an SM
-  return most * stage_bytes<NT, WG>() + 1024 <= kSmallMSharedPerBlock ? most : most - 1;
+  return most * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock ? most : most - 1;
 }
-template <int NT, int WG = 1>
+template <int NT>
 constexpr int shared_bytes() {
-  static_assert(NT * 8 * part_pitch<WG>() * 4 <= stages<NT, WG>() * stage_bytes<NT, WG>());
-  static_assert(WG > 1 || stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
-  // 1,024 bytes more: room to align the stages to 1,024 bytes.
-  return stages<NT, WG>() * stage_bytes<NT, WG>() + 1024;
+  static_assert(NT * 8 * kPartPitch * 4 <= stages<NT>() * stage_bytes<NT>());
+  static_assert(stages<NT>() * stage_bytes<NT>() + 1024 <= kSmallMSharedPerBlock);
+  return stages<NT>() * stage_bytes<NT>() + 1024;  // room to align the stages to 1,024 bytes
 }
 
 // One block: rows [64 blockIdx.x, +64) (a group), feature tile blockIdx.y (kFeatures features),
@@ -113,10 +103,6 @@ constexpr int shared_bytes() {
 // two 64-feature halves are gate and up of the same 64 columns of act, and the block writes
 // act = silu(gate) * up in bf16 (y_all: act, row pitch n / 2, beta unused) from the sums a plain
 // call would have written, so its bits are those of the plain call and the SwiGLU kernel.
-//
-// WG = 2 (a wide block, one an SM): the block's tile is two tiles of kFeatures, one a warpgroup,
-// whose copies of x are one: the same MMAs on the same operands as two blocks of one, so the same
-// bits, for half the copies of x (at 64 rows x costs half the weights' bytes a stage).
 // N quads (four adjacent features of a row of the partial sums, at at[0..N) in this block's
 // shared memory) summed over the cluster's `pieces` blocks: every piece's reads issued before the
 // first add (the reads cross the cluster, and one at a time they cost a round trip each), the
@@ -153,25 +139,19 @@ __device__ __forceinline__ void sum_over_pieces(cooperative_groups::cluster_grou
   }
 }
 
-template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
-__global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
+template <int NT, typename Out, bool SWIGLU = false>
+__global__ void __launch_bounds__(kThreads, 3)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
                         int64_t blocks_per_piece, int pieces) {
   static_assert(!SWIGLU || std::is_same_v<Out, bf16>, "act is bf16");
-  constexpr int kBlockThreads = WG * kThreads;
-  constexpr int kTileFeatures = WG * kFeatures;
-  constexpr int kPartPitch = part_pitch<WG>();
   extern __shared__ __align__(128) unsigned char smem[];
   // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
   // weights or inputs meanwhile; it waits for this one before reading y.
   allow_dependent_launch();
   constexpr int kRowsX = NT * 8;
-  constexpr int kStages = stages<NT, WG>();
-  // This warpgroup's kFeatures of the tile, and the warp in it (spelled so that a block of one
-  // warpgroup compiles to the code it had before wide blocks).
-  const int wg = WG == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads;
-  const int warp = static_cast<int>(WG == 1 ? threadIdx.x : threadIdx.x % kThreads) / 32;
+  constexpr int kStages = stages<NT>();
+  const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4;
   const int t = lane % 4;
@@ -183,7 +163,7 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
   const bf16* x = x_all + static_cast<int64_t>(first_row) * k;
   const int64_t y_pitch = SWIGLU ? n / 2 : n;
   Out* y = y_all + static_cast<int64_t>(first_row) * y_pitch;
-  const int64_t f_tile = tile * kTileFeatures;
+  const int64_t f_tile = tile * kFeatures;
   const int64_t kblocks = (k + kSmallMChunk - 1) / kSmallMChunk;
   const int64_t kb_begin = piece * blocks_per_piece;
   const int64_t kb_end = min(kb_begin + blocks_per_piece, kblocks);
@@ -191,30 +171,29 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
   // The stages, 1,024-byte aligned (the swizzle's period, as wgmma's descriptors need).
   const uint32_t base = (smem_address(smem) + 1023u) & ~1023u;
 
-  // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + kPass i, piece
+  // This thread's copies of a stage: 8 weight pieces (rows threadIdx.x / 8 + 16 i, piece
   // threadIdx.x % 8) and, while rows remain, pieces of x the same way.
-  constexpr int kPass = kBlockThreads / 8;  // rows a pass of the block's copies covers
   const int copy_row = static_cast<int>(threadIdx.x) / 8;
   const int copy_piece = static_cast<int>(threadIdx.x) % 8;
   auto load_weights = [&](int slot, int64_t kb) {
-    const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT, WG>());
+    const uint32_t stage = base + static_cast<uint32_t>(slot * stage_bytes<NT>());
     const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
     const bool k_ok = kk < k;
 #pragma unroll
-    for (int i = 0; i < kTileFeatures / kPass; ++i) {
-      const int r = copy_row + kPass * i;
+    for (int i = 0; i < kFeatures / 16; ++i) {
+      const int r = copy_row + 16 * i;
       const bool ok = k_ok && f_tile + r < n;
       copy16(stage + swizzled(r, copy_piece), ok ? w + (f_tile + r) * k + kk : w, ok);
     }
   };
   auto load_x = [&](int slot, int64_t kb) {
     const uint32_t xs =
-        base + static_cast<uint32_t>(slot * stage_bytes<NT, WG>()) + WG * kWeightStageBytes;
+        base + static_cast<uint32_t>(slot * stage_bytes<NT>()) + kWeightStageBytes;
     const int64_t kk = kb * kSmallMChunk + copy_piece * 8;
     const bool k_ok = kk < k;
 #pragma unroll
-    for (int i = 0; i < (kRowsX + kPass - 1) / kPass; ++i) {
-      const int r = copy_row + kPass * i;
+    for (int i = 0; i < (kRowsX + 15) / 16; ++i) {
+      const int r = copy_row + 16 * i;
       if (r < kRowsX) {
         const bool ok = k_ok && r < rows;
         copy16(xs + swizzled(r, copy_piece), ok ? x + static_cast<int64_t>(r) * k + kk : x, ok);
@@ -252,9 +231,8 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       load_x((step + kStages - 1) % kStages, kb_begin + step + kStages - 1);
     }
     commit();
-    const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT, WG>());
-    const uint32_t xs = stage + WG * kWeightStageBytes;
-    const uint32_t mine = stage + wg * kWeightStageBytes;  // this warpgroup's weight rows
+    const uint32_t stage = base + static_cast<uint32_t>((step % kStages) * stage_bytes<NT>());
+    const uint32_t xs = stage + kWeightStageBytes;
     // Fragment i: the warpgroup's 64 features [64 i, +64) by all 8 NT rows, 16 k at a time
     // (k-step s starts 32 bytes into the swizzled rows).
     wgmma::fence();
@@ -263,7 +241,7 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       const uint64_t b = wgmma::descriptor(xs + 32 * s, 16, 1024);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(mine + i * 64 * kChunkBytes + 32 * s,
+        wgmma::mma_ss<NT * 8>(acc[i], wgmma::descriptor(stage + i * 64 * kChunkBytes + 32 * s,
                                                         16, 1024),
                               b);
       }
@@ -275,22 +253,18 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
   }
   wait_groups<0>();
 
-  // The feature of fragment i's element c in the warpgroup's kFeatures: the warp's 16-row slice
-  // of the fragment's 64; wg_first: the warpgroup's first feature in the block's tile, and
-  // narrow_tile: its kFeatures as a tile of a block of one warpgroup.
+  // The feature of fragment i's element c (in the tile): the warp's 16-row slice of the
+  // warpgroup's 64.
   const auto feature_of = [&](int i, int c) { return 64 * i + 16 * warp + g + (c >= 2 ? 8 : 0); };
-  const int wg_first = wg * kFeatures;
-  const int64_t narrow_tile = tile * WG + wg;
   if (pieces == 1 && SWIGLU) {
-    // Fragment 0 holds gate, fragment 1 up, of the same act columns [64 narrow_tile, + 64).
+    // Fragment 0 holds gate, fragment 1 up, of the same act columns [64 tile, + 64).
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int r = j * 8 + 2 * t + c % 2;
-        // (a wide block's second tile may be past n)
-        if (r < rows && (WG == 1 || narrow_tile * 64 < y_pitch)) {
-          y[r * y_pitch + narrow_tile * 64 + feature_of(0, c)] =
+        if (r < rows) {
+          y[r * y_pitch + tile * 64 + feature_of(0, c)] =
               __float2bfloat16(silu_times(acc[0][4 * j + c], acc[1][4 * j + c]));
         }
       }
@@ -304,7 +278,7 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int64_t f = f_tile + wg_first + feature_of(i, c);
+          const int64_t f = f_tile + feature_of(i, c);
           const int r = j * 8 + 2 * t + c % 2;
           if (r < rows && f < n) store_out(y + r * n + f, acc[i][4 * j + c], beta);
         }
@@ -326,26 +300,21 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int r = j * 8 + 2 * t + c % 2;
-        part[r * kPartPitch + wg_first + feature_of(i, c)] = acc[i][4 * j + c];
+        part[r * kPartPitch + feature_of(i, c)] = acc[i][4 * j + c];
       }
     }
   }
   cluster.sync();
   // Four adjacent features at a time (16-byte reads of the partial rows, whose pitch keeps them
   // aligned), summed by sum_over_pieces.
-  constexpr int kQuads = kTileFeatures / 4;  // of a row of the block's tile
+  constexpr int kQuads = kFeatures / 4;
   if constexpr (SWIGLU) {
-    // Each gate quad with the up quad 64 features on, both summed in piece order as below: quad
-    // gq of a row is in the narrow tile gq / 16 of the block's, at feature fl of its gate half.
+    // Each gate quad with the up quad 64 features on, both summed in piece order as below.
     constexpr int kGateQuads = kQuads / 2;
-    constexpr int kNarrowGateQuads = kFeatures / 8;
-    for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
-         q += pieces * kBlockThreads) {
+    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kGateQuads;
+         q += pieces * kThreads) {
       const int r = q / kGateQuads;
-      const int narrow = WG == 1 ? 0 : q % kGateQuads / kNarrowGateQuads;
-      const int gate_column = q % kNarrowGateQuads * 4;  // in the narrow tile's 64
-      const int fl = narrow * kFeatures + gate_column;
-      if (WG > 1 && (tile * WG + narrow) * 64 >= y_pitch) continue;  // a wide block's tile past n
+      const int fl = (q % kGateQuads) * 4;
       const float* const at[2] = {part + r * kPartPitch + fl, part + r * kPartPitch + fl + 64};
       float s[2][4];
       sum_over_pieces<2>(cluster, at, pieces, s);
@@ -358,44 +327,43 @@ __global__ void __launch_bounds__(WG * kThreads, WG == 1 ? 3 : 1)
       uint2 packed;
       packed.x = *reinterpret_cast<const uint32_t*>(&lo);
       packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(y + r * y_pitch + (tile * WG + narrow) * 64 + gate_column) =
-          packed;
+      *reinterpret_cast<uint2*>(y + r * y_pitch + tile * 64 + fl) = packed;
     }
   } else {
-    for (int q = piece * kBlockThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
-         q += pieces * kBlockThreads) {
+    for (int q = piece * kThreads + static_cast<int>(threadIdx.x); q < rows * kQuads;
+         q += pieces * kThreads) {
       const int r = q / kQuads;
       const int fl = (q % kQuads) * 4;
       const float* const at[1] = {part + r * kPartPitch + fl};
-      float sum[1][4];
-      sum_over_pieces<1>(cluster, at, pieces, sum);
+      float s[1][4];
+      sum_over_pieces<1>(cluster, at, pieces, s);
+      const float(&sum)[4] = s[0];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t f = f_tile + fl + c;
-        if (f < n) store_out(y + r * n + f, sum[0][c], beta);
+        if (f < n) store_out(y + r * n + f, sum[c], beta);
       }
     }
   }
   leave_cluster();  // no block leaves while another still reads its shared memory
 }
 
-template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
+template <int NT, typename Out, bool SWIGLU = false>
 cudaError_t configure() {
-  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, SWIGLU, WG>,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT, WG>());
+  return cudaFuncSetAttribute(gemm_small_m_kernel<NT, Out, SWIGLU>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes<NT>());
 }
 
 // The launch of a call: grid (row groups, feature tiles, pieces), a cluster of the pieces of a
-// tile; attrs must live as long as the config. A wide block (WG 2) takes two of the plan's tiles.
-template <int NT, typename Out, int WG = 1>
+// tile; attrs must live as long as the config.
+template <int NT, typename Out>
 cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t stream,
                                  cudaLaunchAttribute (&attrs)[2]) {
   const auto groups = static_cast<unsigned>((rows + kSmallMRows - 1) / kSmallMRows);
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(groups, static_cast<unsigned>((p.tiles + WG - 1) / WG),
-                        static_cast<unsigned>(p.pieces));
-  config.blockDim = dim3(WG * kThreads);
-  config.dynamicSmemBytes = shared_bytes<NT, WG>();
+  config.gridDim = dim3(groups, static_cast<unsigned>(p.tiles), static_cast<unsigned>(p.pieces));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared_bytes<NT>();
   config.stream = stream;
   attrs[0].id = cudaLaunchAttributeClusterDimension;
   attrs[0].val.clusterDim.x = 1;
@@ -410,20 +378,14 @@ cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t str
   return config;
 }
 
-template <int NT, typename Out, bool SWIGLU = false, int WG = 1>
+template <int NT, typename Out, bool SWIGLU = false>
 cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
                    float beta, const SmallMPlan& p, cudaStream_t stream) {
   cudaLaunchAttribute attrs[2]{};
-  const cudaLaunchConfig_t config = launch_config<NT, Out, WG>(rows, p, stream, attrs);
-  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU, WG>, x, rows, k, w, n,
-                            y, beta, p.blocks_per_piece, static_cast<int>(p.pieces));
+  const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
+  return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU>, x, rows, k, w, n, y,
+                            beta, p.blocks_per_piece, static_cast<int>(p.pieces));
 }
-
-// Whether launches of more than 32 rows a group take wide blocks (gemm_small_m.h).
-std::atomic<bool> wide_blocks{[] {
-  const char* v = std::getenv("PACELINE_GEMM_WIDE");
-  return v != nullptr && std::string(v) == "1";
-}()};
 
 template <int NT>
 cudaError_t cluster_fit(int rows, const SmallMPlan& p, int* clusters, int* resident) {
@@ -442,9 +404,6 @@ cudaError_t launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64
   if (rows <= 8) return launch<1, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
   if (rows <= 16) return launch<2, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
   if (rows <= 32) return launch<4, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
-  if (wide_blocks.load(std::memory_order_relaxed)) {
-    return launch<8, Out, SWIGLU, 2>(x, rows, k, w, n, y, beta, p, stream);
-  }
   return launch<8, Out, SWIGLU>(x, rows, k, w, n, y, beta, p, stream);
 }
 
@@ -456,8 +415,7 @@ cudaError_t prepare_gemm_small_m() {
          {configure<1, float>(), configure<2, float>(), configure<4, float>(),
           configure<8, float>(), configure<1, bf16>(), configure<2, bf16>(), configure<4, bf16>(),
           configure<8, bf16>(), configure<1, bf16, true>(), configure<2, bf16, true>(),
-          configure<4, bf16, true>(), configure<8, bf16, true>(), configure<8, float, false, 2>(),
-          configure<8, bf16, false, 2>(), configure<8, bf16, true, 2>()}) {
+          configure<4, bf16, true>(), configure<8, bf16, true>()}) {
       if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -489,9 +447,6 @@ const SmallMClusterRoom& gemm_small_m_cluster_room() {
   }();
   return room;
 }
-
-void set_gemm_small_m_wide(bool on) { wide_blocks.store(on, std::memory_order_relaxed); }
-bool gemm_small_m_wide() { return wide_blocks.load(std::memory_order_relaxed); }
 
 SmallMPlan gemm_small_m_plan(int64_t k, int64_t n) {
   return small_m_plan(k, n, gemm_small_m_cluster_room());

@@ -103,16 +103,6 @@ cudaError_t gemm_small_m_cluster_fit(int rows, int64_t k, int64_t n, int* cluste
 cudaError_t launch_gemm_small_m(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n,
                                 void* y, bool y_bf16, float beta, cudaStream_t stream);
 
-// Wide blocks (PACELINE_GEMM_WIDE=1, or set here; off by default, not yet measured): launches of
-// more than 32 rows a group take blocks of two warpgroups, each the kFeatures of one of the plan's
-// tiles, that share the stages' rows of x, one block an SM with kSmallMStages stages. At 64 rows
-// a block of one warpgroup copies x at half the weights' bytes a stage, all of it through L2
-// again for every tile; a wide block copies half as much x for the same weights. The same MMAs
-// on the same operands, the same pieces and the same order of the sums: the same bits as the
-// blocks of one warpgroup, at any row count.
-void set_gemm_small_m_wide(bool on);
-bool gemm_small_m_wide();
-
 // gate_up and SwiGLU in one call: w holds gate_up's 2 width rows in turns of
 // kSwigluTurn (gate rows [64 b, + 64), then up rows [64 b, + 64), for b = 0, 1, ...: one feature
 // tile of the kernel is gate and up of the same 64 columns), and act[m, i] = silu(gate) * up in
