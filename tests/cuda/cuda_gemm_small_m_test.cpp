@@ -296,35 +296,6 @@ TEST(CudaGemmSmallM, RowBitsDoNotDependOnTheBatch) {
   }
 }
 
-// The L2 prefetch of the weights (PACELINE_GEMM_L2_PREFETCH, gemm_l2_prefetch.h) asks for bytes
-// ahead and changes no arithmetic: with 1, 4 and the most k-blocks, every shape (a k tail of
-// 8 k-blocks and a bit at 328, a partial feature tile at 83 and 40 features: their rows past n
-// are not asked for) gives the bits of the call without it, at 1, 17 and 64 rows, plain and
-// with beta 1, and the launches report no error (a misaligned or out-of-bounds bulk prefetch
-// faults).
-TEST(CudaGemmSmallM, L2PrefetchOfTheWeightsKeepsTheBits) {
-  PACELINE_REQUIRE_GPU();
-  cuda::Gemm g(nullptr);
-  g.set_small_m(true);
-  uint64_t seed = 701;
-  for (const Shape& s : kShapes) {
-    Operands op(s, seed += 5);
-    for (int64_t rows : {1, 17, 64}) {
-      for (float beta : {0.0f, 1.0f}) {
-        cuda::set_gemm_small_m_l2_prefetch(0);
-        const std::vector<float> off = op.run(g, rows, rows, beta, identity(rows));
-        for (int blocks : {1, 4, cuda::kSmallML2PrefetchMax}) {
-          cuda::set_gemm_small_m_l2_prefetch(blocks);
-          const std::vector<float> on = op.run(g, rows, rows, beta, identity(rows));
-          EXPECT_EQ(std::memcmp(on.data(), off.data(), off.size() * sizeof(float)), 0)
-              << s.name << ", " << rows << " rows, beta " << beta << ", prefetch " << blocks;
-        }
-      }
-    }
-  }
-  cuda::set_gemm_small_m_l2_prefetch(0);
-}
-
 // A call of 70 rows whose first 5 are small-M rows (a mixed step) gives those 5 the bits of a
 // small-M call of their own, and the other 65 the bits of a cuBLASLt call of their own; 70 small
 // rows (two row groups) give each row its bits alone; a CUDA

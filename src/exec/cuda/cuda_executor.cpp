@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <span>
@@ -15,7 +14,6 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_model.h"
 #include "exec/cuda/decode_graphs.h"
-#include "exec/cuda/gemm_small_m.h"
 #include "exec/cuda/gpu_logits_processing.h"
 #include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/rank_collectives.h"
@@ -257,14 +255,6 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   Impl& m = *impl_;
   if (options.block_size < 1) fail("block size {} must be positive", options.block_size);
   m.model.set_small_m_gemm(gemm_small_m_for(options.max_num_seqs));
-  {
-    std::string error;
-    const std::optional<int> l2 =
-        gemm_l2_prefetch_from(std::getenv("PACELINE_GEMM_L2_PREFETCH"), &error);
-    if (!l2) fail("{}", error);
-    set_gemm_small_m_l2_prefetch(*l2);
-    if (*l2 > 0) spdlog::info("cuda: the small-M GEMM prefetches {} k-blocks into the L2", *l2);
-  }
   spdlog::info("cuda: decode rows through the {} GEMM (at most {} a step), prefill rows through "
                "cuBLASLt's algorithm for {} rows",
                m.model.small_m_gemm() ? "small-M" : "cuBLASLt", options.max_num_seqs,

@@ -39,11 +39,6 @@ __device__ __forceinline__ void copy16(uint32_t dst, const void* src, bool valid
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0));
 }
-// Asks the L2 for `bytes` bytes at src (16-byte aligned, a multiple of 16), with no completion
-// to wait for.
-__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void wait_groups() {
@@ -148,7 +143,7 @@ template <int NT, typename Out, bool SWIGLU = false>
 __global__ void __launch_bounds__(kThreads, 3)
     gemm_small_m_kernel(const bf16* __restrict__ x_all, int all_rows, int64_t k,
                         const bf16* __restrict__ w, int64_t n, Out* y_all, float beta,
-                        int64_t blocks_per_piece, int pieces, int l2_blocks) {
+                        int64_t blocks_per_piece, int pieces) {
   static_assert(!SWIGLU || std::is_same_v<Out, bf16>, "act is bf16");
   extern __shared__ __align__(128) unsigned char smem[];
   // The kernel after it (launched programmatically: programmatic_launch.cuh) may load its
@@ -220,13 +215,6 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < steps) load_weights(s, kb_begin + s);
-  }
-  // The next l2_blocks k-blocks of weight row threadIdx.x, into the L2 (gemm_small_m.h).
-  static_assert(kThreads == kFeatures, "a thread a weight row");
-  if (l2_blocks > 0 && kStages - 1 < steps && f_tile + threadIdx.x < n) {
-    const int64_t k0 = (kb_begin + kStages - 1) * kSmallMChunk;
-    const int64_t k1 = min(min(kb_begin + kStages - 1 + l2_blocks, kb_end) * kSmallMChunk, k);
-    prefetch_l2(w + (f_tile + threadIdx.x) * k + k0, static_cast<uint32_t>((k1 - k0) * 2));
   }
   wait_for_prerequisites();
 #pragma unroll
@@ -390,16 +378,13 @@ cudaLaunchConfig_t launch_config(int rows, const SmallMPlan& p, cudaStream_t str
   return config;
 }
 
-int l2_prefetch_blocks = 0;  // set_gemm_small_m_l2_prefetch
-
 template <int NT, typename Out, bool SWIGLU = false>
 cudaError_t launch(const bf16* x, int rows, int64_t k, const bf16* w, int64_t n, Out* y,
                    float beta, const SmallMPlan& p, cudaStream_t stream) {
   cudaLaunchAttribute attrs[2]{};
   const cudaLaunchConfig_t config = launch_config<NT, Out>(rows, p, stream, attrs);
   return cudaLaunchKernelEx(&config, gemm_small_m_kernel<NT, Out, SWIGLU>, x, rows, k, w, n, y,
-                            beta, p.blocks_per_piece, static_cast<int>(p.pieces),
-                            l2_prefetch_blocks);
+                            beta, p.blocks_per_piece, static_cast<int>(p.pieces));
 }
 
 template <int NT>
@@ -423,8 +408,6 @@ cudaError_t launch_rows(const bf16* x, int rows, int64_t k, const bf16* w, int64
 }
 
 }  // namespace
-
-void set_gemm_small_m_l2_prefetch(int k_blocks) { l2_prefetch_blocks = k_blocks; }
 
 cudaError_t prepare_gemm_small_m() {
   static const cudaError_t status = [] {

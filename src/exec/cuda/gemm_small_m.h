@@ -28,7 +28,6 @@
 
 #include <cstdint>
 
-#include "exec/cuda/gemm_l2_prefetch.h"
 #include "exec/cuda/kernels.h"
 
 namespace paceline::cuda {
@@ -86,10 +85,6 @@ inline SmallMPlan small_m_plan(int64_t k, int64_t n, const SmallMClusterRoom& ro
 inline bool small_m_supported(int64_t k) {
   return k > 0 && k % 8 == 0;
 }
-// The k-blocks every later launch prefetches into the L2 (gemm_l2_prefetch.h; set before a CUDA
-// graph capture, which keeps the launches' value).
-void set_gemm_small_m_l2_prefetch(int k_blocks);
-
 // Sets the kernels' shared-memory size once (also done by the first launch); call it before a
 // CUDA graph capture.
 cudaError_t prepare_gemm_small_m();
