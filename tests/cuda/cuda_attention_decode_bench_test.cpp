@@ -79,11 +79,9 @@ cuda::DecodeSplits with_prefetch(cuda::DecodeSplits s, bool prefetch) {
   return s;
 }
 
-// And with the FP8 fragments' order and copies set (DecodeSplits::fp8_key_pairs, fp8_bulk).
-cuda::DecodeSplits with_key_pairs(cuda::DecodeSplits s, bool prefetch, bool key_pairs,
-                                  bool bulk = false) {
+// And with the FP8 tiles' copies set (DecodeSplits::fp8_bulk).
+cuda::DecodeSplits with_bulk(cuda::DecodeSplits s, bool prefetch, bool bulk) {
   s.prefetch = prefetch;
-  s.fp8_key_pairs = key_pairs;
   s.fp8_bulk = bulk;
   return s;
 }
@@ -160,17 +158,10 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       {"production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanBf16, true)},
       {"fp8 production, prefetch 0", 0, 0, with_prefetch(cuda::kDecodePlanFp8, false), true},
       {"fp8 production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanFp8, true), true},
-      // The FP8 kernel's fragments in the pair order and in the bf16 order
-      // (PACELINE_DECODE_FP8_KEY_PAIRS), side by side.
-      {"fp8 production, key pairs 0", 0, 0,
-       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, false), true},
-      {"fp8 production, key pairs 1", 0, 0,
-       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, true), true},
-      // ... and copied in bulk (PACELINE_DECODE_FP8_BULK).
-      {"fp8 production, key pairs 0, bulk", 0, 0,
-       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, false, true), true},
-      {"fp8 production, key pairs 1, bulk", 0, 0,
-       with_key_pairs(cuda::kDecodePlanFp8, *prefetch, true, true), true},
+      // The FP8 kernel's tiles copied by the threads and in bulk (PACELINE_DECODE_FP8_BULK),
+      // side by side.
+      {"fp8 production, bulk 0", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, false), true},
+      {"fp8 production, bulk 1", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, true), true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},

@@ -282,72 +282,41 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceOnTheStoredValues) {
   for (const Case& c : fp8_cases()) expect_fp8_matches_bf16(c, cuda::kDecodePlanFp8, seed++);
 }
 
-// The FP8 fragments widened in the bf16 order (DecodeSplits::fp8_key_pairs: V's fragments
-// straight from each pair of keys' bytes) over the same cases: as close to the reference. Only
-// the order of q . k's terms in the tensor cores differs from the pair order (the products of
-// P . V meet in the same order), which the printed count of differing elements shows.
-TEST(CudaDecodeAttention, Fp8KeyPairsMatchTheReferenceOnTheStoredValues) {
-  PACELINE_REQUIRE_GPU();
-  uint64_t seed = 800;
-  for (const Case& c : fp8_cases()) {
-    cuda::DecodeSplits pairs = cuda::kDecodePlanFp8;
-    pairs.fp8_key_pairs = true;
-    expect_fp8_matches_bf16(c, pairs, seed);
-    Problem p(c.shape, c.block_size, c.ctx, seed++);
-    p.splits = cuda::kDecodePlanFp8;
-    std::vector<uint8_t> k8, v8;
-    testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
-    const auto [before, after] =
-        fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_key_pairs);
-    const size_t differ = testing::count_differing(after, before);
-    std::printf("[ decode fp8 key pairs ] heads %d/%d, head_dim %d: %zu of %zu elements differ "
-                "from the pair order, worst relative error %.2e\n",
-                c.shape.num_heads, c.shape.num_kv_heads, c.shape.head_dim, differ, after.size(),
-                check_against_reference(p, after));
-  }
-}
-
 // Bulk copies of an FP8 cache's tiles (DecodeSplits::fp8_bulk: two bulk tensor copies a tile at
-// head_dim 128 and blocks of 16, the copy engine's swizzle) give the bits of the threads' copies,
-// with the fragments in either order. A bulk copy brings a row's whole last block, so its slots
-// past the context here hold e4m3 NaNs (0x7f, 0xff), which the threads' copies never read
-// (their keys past the context are clamped onto the last one) and the bulk kernel must mask.
+// head_dim 128 and blocks of 16, the copy engine's swizzle) give the bits of the threads' copies.
+// A bulk copy brings a row's whole last block, so its slots past the context here hold e4m3 NaNs
+// (0x7f, 0xff), which the threads' copies never read (their keys past the context are clamped
+// onto the last one) and the bulk kernel must mask.
 TEST(CudaDecodeAttention, Fp8BulkCopiesKeepTheBitsAndIgnoreTheSlotsPastTheContext) {
   PACELINE_REQUIRE_GPU();
   const std::vector<int> ctx = {1, 15, 16, 17, 0, 129, 4097, 33000, 2000, 31, 64, 65};
   uint64_t seed = 950;
   for (const AttentionShape shape : {AttentionShape{32, 8, 128}, AttentionShape{64, 8, 128},
                                      AttentionShape{8, 1, 128}}) {
-    for (const bool key_pairs : {false, true}) {
-      Problem p(shape, 16, ctx, seed++);
-      p.splits = cuda::kDecodePlanFp8;
-      p.splits.fp8_key_pairs = key_pairs;
-      std::vector<uint8_t> k8, v8;
-      testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
-      size_t poisoned = 0;
-      for (size_t r = 0; r < ctx.size(); ++r) {
-        for (int off = ctx[r] % 16; ctx[r] % 16 != 0 && off < 16; ++off) {
-          for (int h = 0; h < shape.num_kv_heads; ++h) {
-            const int64_t row = cuda::kv_row(p.tables[r].back(), off, h, shape.num_kv_heads, 16);
-            for (int e = 0; e < 128; ++e) {
-              k8[row * 128 + e] = e % 2 ? 0x7f : 0xff;
-              v8[row * 128 + e] = e % 2 ? 0xff : 0x7f;
-            }
-            ++poisoned;
+    Problem p(shape, 16, ctx, seed++);
+    p.splits = cuda::kDecodePlanFp8;
+    std::vector<uint8_t> k8, v8;
+    testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+    size_t poisoned = 0;
+    for (size_t r = 0; r < ctx.size(); ++r) {
+      for (int off = ctx[r] % 16; ctx[r] % 16 != 0 && off < 16; ++off) {
+        for (int h = 0; h < shape.num_kv_heads; ++h) {
+          const int64_t row = cuda::kv_row(p.tables[r].back(), off, h, shape.num_kv_heads, 16);
+          for (int e = 0; e < 128; ++e) {
+            k8[row * 128 + e] = e % 2 ? 0x7f : 0xff;
+            v8[row * 128 + e] = e % 2 ? 0xff : 0x7f;
           }
+          ++poisoned;
         }
       }
-      const auto [threads, bulk] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_bulk);
-      const double e = check_against_reference(p, bulk);
-      const size_t differ = testing::count_differing(bulk, threads);
-      EXPECT_EQ(differ, 0u) << "heads " << shape.num_heads << "/" << shape.num_kv_heads
-                            << ", key pairs " << key_pairs;
-      std::printf("[ decode fp8 bulk ] heads %d/%d, key pairs %d: %zu of %zu elements differ from "
-                  "the threads' copies, %zu rows of NaNs past the contexts, worst relative error "
-                  "%.2e\n",
-                  shape.num_heads, shape.num_kv_heads, key_pairs ? 1 : 0, differ, bulk.size(),
-                  poisoned, e);
     }
+    const auto [threads, bulk] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_bulk);
+    const double e = check_against_reference(p, bulk);
+    const size_t differ = testing::count_differing(bulk, threads);
+    EXPECT_EQ(differ, 0u) << "heads " << shape.num_heads << "/" << shape.num_kv_heads;
+    std::printf("[ decode fp8 bulk ] heads %d/%d: %zu of %zu elements differ from the threads' "
+                "copies, %zu rows of NaNs past the contexts, worst relative error %.2e\n",
+                shape.num_heads, shape.num_kv_heads, differ, bulk.size(), poisoned, e);
   }
 }
 
@@ -362,13 +331,11 @@ TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
 }
 
 // A row's output bits are the same alone, in any subset or order of rows, and replayed from a
-// CUDA graph captured for the whole list; for the bf16 cache and for an FP8 one (its fragments
-// widened in either order).
-void expect_rows_batch_invariant(bool fp8, bool key_pairs = false) {
+// CUDA graph captured for the whole list; for the bf16 cache and for an FP8 one.
+void expect_rows_batch_invariant(bool fp8) {
   std::vector<int> ctx;
   for (int i = 0; i < 64; ++i) ctx.push_back(i % 9 == 4 ? 0 : 1 + (i * 2654435761u) % 20000);
   Problem p({32, 8, 128}, 16, ctx, 99);
-  p.splits.fp8_key_pairs = key_pairs;
   std::vector<uint8_t> k8, v8;
   if (fp8) testing::random_fp8_cache(98, p.k, p.v, k8, v8);
   OnDevice d(p);
@@ -470,11 +437,6 @@ TEST(CudaDecodeAttention, RowsAreBatchInvariant) {
 TEST(CudaDecodeAttention, Fp8RowsAreBatchInvariant) {
   PACELINE_REQUIRE_GPU();
   expect_rows_batch_invariant(true);
-}
-
-TEST(CudaDecodeAttention, Fp8KeyPairRowsAreBatchInvariant) {
-  PACELINE_REQUIRE_GPU();
-  expect_rows_batch_invariant(true, true);
 }
 
 }  // namespace

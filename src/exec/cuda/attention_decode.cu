@@ -89,14 +89,12 @@ constexpr int tiles_ahead() {
 // the next item's first memory round trips overlap; otherwise each item starts its copies after
 // the last one's merge. The same arithmetic either way: only when the copies start differs.
 //
-// KEY_PAIRS (FP8 only): tile_update's fragments in the bf16 order (splits.fp8_key_pairs).
-//
 // BULK (FP8, head_dim 128, blocks of 16 keys: a tile is one block's keys of one head, two
 // contiguous runs of 2 KB): lane 0 of a warp copies a tile by two bulk tensor copies (k_map,
 // v_map: rows of 128 bytes, boxes of 16 rows, the 128-byte swizzle) counted on the stage's
 // barrier, where the warp's lanes otherwise issue 16-byte cp.asyncs, 8 each and their addresses
 // (splits.fp8_bulk). The rest of the kernel is the same.
-template <int HD, int WARPS, int STAGES, bool FP8, bool KEY_PAIRS = false, bool BULK = false>
+template <int HD, int WARPS, int STAGES, bool FP8, bool BULK = false>
 __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
@@ -228,14 +226,10 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
                        static_cast<int64_t>(cur.kv_head * group + min(g, group - 1)) * HD;
 #pragma unroll
       for (int w = 0; w < L::kKWords; ++w) {
-        if constexpr (FP8 && KEY_PAIRS) {  // K's pairs in order, as bf16's
-          const float2 v = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
+        const float2 v = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
+        if constexpr (FP8) {
           qa[w] = g < group ? pack_f16(v.x * q_scale, v.y * q_scale) : 0u;
-        } else if constexpr (FP8) {  // K's pair order (HeadLayout::k_pair)
-          const int e = L::k_pair(w, c);
-          qa[w] = g < group ? pack_f16(q[e] * q_scale, q[e + L::pair_step(L::kCK)] * q_scale) : 0u;
         } else {
-          const float2 v = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
           qa[w] = g < group ? pack_bf16(v.x * q_scale, v.y * q_scale) : 0u;
         }
       }
@@ -264,7 +258,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
         next_block = block_of(cur, next_key);
       }
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
-      tile_update<HD, FP8, KEY_PAIRS, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb,
+      tile_update<HD, FP8, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb,
                                             cur.k_end, qa, m_run, l_run, acc);
       if (more) next_row = row_at(cur, next_key, next_block);
     }
@@ -282,7 +276,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       }
     }
 
-    merge_warps<HD, WARPS, FP8, KEY_PAIRS>(merge_area, warp, lane, group, m_run, l_run, acc);
+    merge_warps<HD, WARPS>(merge_area, warp, lane, group, m_run, l_run, acc);
     const int64_t first = (static_cast<int64_t>(done.r) * shape.num_heads + done.kv_head * group) *
                               splits.max_splits + done.split;
     bf16* out_row = out + (static_cast<int64_t>(done.ri.x) * shape.num_heads + done.kv_head * group) * HD;
@@ -312,14 +306,13 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int HD, int WARPS, int STAGES, bool FP8 = false, bool KEY_PAIRS = false,
-          bool BULK = false>
+template <int HD, int WARPS, int STAGES, bool FP8 = false, bool BULK = false>
 cudaError_t launch_kernel(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                           AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
                           float* partial_ml, bf16* out, cudaStream_t stream,
                           const CUtensorMap& k_map = CUtensorMap{},
                           const CUtensorMap& v_map = CUtensorMap{}) {
-  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, KEY_PAIRS, BULK>;
+  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, BULK>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       smem_bytes<HD, WARPS, STAGES, FP8, BULK>(kMaxRowsPerLaunch));
@@ -367,8 +360,8 @@ bool fp8_tile_map(const uint8_t* plane, int64_t num_slots, int kv_heads, int blo
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The kernel for the cache's element type; an FP8 cache's by splits.fp8_key_pairs and, at
-// head_dim 128 where the tensor maps can be had, splits.fp8_bulk.
+// The kernel for the cache's element type; an FP8 cache's, at head_dim 128 where the tensor maps
+// can be had, by splits.fp8_bulk.
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
@@ -378,19 +371,10 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
     if (splits.fp8_bulk &&
         fp8_tile_map(cache.k8, cache.num_slots, shape.num_kv_heads, cache.block_size, &k_map) &&
         fp8_tile_map(cache.v8, cache.num_slots, shape.num_kv_heads, cache.block_size, &v_map)) {
-      if (splits.fp8_key_pairs) {
-        return launch_kernel<HD, WARPS, STAGES, FP8, true, true>(
-            qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream,
-            k_map, v_map);
-      }
-      return launch_kernel<HD, WARPS, STAGES, FP8, false, true>(
-          qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream,
-          k_map, v_map);
+      return launch_kernel<HD, WARPS, STAGES, FP8, true>(qkv, rows, num_rows, splits, shape, in,
+                                                         cache, partial_acc, partial_ml, out,
+                                                         stream, k_map, v_map);
     }
-  }
-  if (FP8 && splits.fp8_key_pairs) {
-    return launch_kernel<HD, WARPS, STAGES, FP8, true>(qkv, rows, num_rows, splits, shape, in,
-                                                       cache, partial_acc, partial_ml, out, stream);
   }
   return launch_kernel<HD, WARPS, STAGES, FP8>(qkv, rows, num_rows, splits, shape, in, cache,
                                                partial_acc, partial_ml, out, stream);

@@ -124,17 +124,6 @@ struct HeadLayout {
   __device__ static int v_element(int w, int g) {
     return (w / kCV) * 16 * kCV + g * 2 * kCV + 2 * (w % kCV);
   }
-  // An FP8 tile read as f16 (kv_fp8.cuh's e4m3x4_to_f16_pairs) pairs the elements of each four
-  // bytes as (0, 2) and (1, 3), so word j of a piece of N >= 2 words holds elements pair_lo(j)
-  // and pair_lo(j) + 2 of the piece (N = 1: 0 and 1); q and Oᵀ's rows follow the same order.
-  __device__ static constexpr int pair_lo(int j, int n) { return n == 1 ? 0 : 4 * (j / 2) + j % 2; }
-  __device__ static constexpr int pair_step(int n) { return n == 1 ? 1 : 2; }
-  __device__ static int k_pair(int w, int c) {
-    return (w / kCK) * 8 * kCK + c * 2 * kCK + pair_lo(w % kCK, kCK);
-  }
-  __device__ static int v_pair(int w, int g) {
-    return (w / kCV) * 16 * kCV + g * 2 * kCV + pair_lo(w % kCV, kCV);
-  }
   // K reads: lanes 0-7 are rows g, g + 1 (one even, one odd) at the same chunks.
   __device__ static int k_swizzle(int key) { return kSwizzle ? (key & 1) << 2 : 0; }
   // V reads: lanes 0-7 are rows 2c (four of them) at chunks g and g + 1.

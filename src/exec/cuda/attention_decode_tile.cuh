@@ -156,21 +156,6 @@ __device__ __forceinline__ void copy_tile_fp8(uint32_t* raw, int lane, const uin
   }
 }
 
-// N words (N = 1, 2 or 4) of f16 pairs from 2N e4m3 bytes in shared memory, in HeadLayout's pair
-// order (pair_lo), by the conversion instruction (kv_fp8.cuh).
-template <int N>
-__device__ __forceinline__ void load_fp8_f16_words(uint32_t* dst, const uint8_t* src) {
-  if constexpr (N == 4) {
-    const uint2 r = *reinterpret_cast<const uint2*>(src);
-    e4m3x4_to_f16_pairs(r.x, dst[0], dst[1]);
-    e4m3x4_to_f16_pairs(r.y, dst[2], dst[3]);
-  } else if constexpr (N == 2) {
-    e4m3x4_to_f16_pairs(*reinterpret_cast<const uint32_t*>(src), dst[0], dst[1]);
-  } else {
-    dst[0] = e4m3x2_to_f16x2(*reinterpret_cast<const uint16_t*>(src));
-  }
-}
-
 // N words (N = 1, 2 or 4) of f16 pairs from 2N e4m3 bytes in shared memory, in order (the bf16
 // tile's pairs, HeadLayout::k_element): one conversion a pair.
 template <int N>
@@ -214,24 +199,21 @@ __device__ __forceinline__ void load_fp8_key_pair(uint32_t* lo, uint32_t* hi, co
 // g), the online softmax in base 2, and o += p . v. Lane (g, c) keeps head g's running max and
 // its share of the sum, and the accumulators of heads 2c, 2c + 1 (Oᵀ's columns).
 //
-// FP8 (a tile of Fp8Layout): each lane reads the e4m3 bytes of the same fragments and widens them
-// in registers, exactly, to f16 by the conversion instruction (e4m3x4_to_f16_pairs, kv_fp8.cuh);
-// q and p are f16, the products accumulate in f32. Until session 33 the widening was by integer
-// operations to the values times 2^-8, with the 2^8 taken back in f32 (seven operations for four
-// values where the conversion takes three: the FP8 kernel 0.5-0.9% faster at 32k x 16 and 128k x
-// 4 on an H100); before session 13, to bf16 by a conversion and three more operations a pair
-// (71-76% of the copy rate at 32k-128k x 16 where the f16 widening reached 87-93%;
+// FP8 (a tile of Fp8Layout): each lane reads the e4m3 bytes of the same fragments, in the bf16
+// tile's element order, and widens them in registers, exactly, to f16 by the conversion
+// instruction (kv_fp8.cuh): K's pairs as they lie (no permute), V's A fragments from each pair of
+// keys' bytes (load_fp8_key_pair: one permute for four values); q and p are f16, the products
+// accumulate in f32. Until session 37 each key's four bytes were regrouped as elements (0, 2)
+// and (1, 3) for the conversion and V's fragments paired after it (three permutes for four
+// values; the same bits, PRMT 66 -> 18 in the head_dim-128 kernel); until session 33 the
+// widening was by integer operations to the values times 2^-8 (seven operations for four values);
+// before session 13, to bf16 by a conversion and three more operations a pair (docs/cuda.md,
 // docs/performance.md).
-//
-// KEY_PAIRS (FP8 only, DecodeSplits::fp8_key_pairs): the fragments in the bf16 tile's element
-// order, K's pairs converted as they lie (no permute) and V's A fragments made from each pair of
-// keys' bytes (load_fp8_key_pair: one permute for four values, where widening each key and
-// regrouping took three); q's pairs and Oᵀ's rows follow (k_element, v_element).
 //
 // BULK: the tile in Fp8Layout<HD, true>, a whole block copied, so the keys of a partial tile past
 // the context are whatever the slots hold (stale values, never-written bytes, NaNs): their scores
 // are masked as always, and their V values are zeroed (0 x NaN would be NaN).
-template <int HD, bool FP8 = false, bool KEY_PAIRS = false, bool BULK = false>
+template <int HD, bool FP8 = false, bool BULK = false>
 __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb, int k_end,
                                             const uint32_t (&qa)[HeadLayout<HD>::kKWords],
                                             float& m_run, float& l_run,
@@ -246,14 +228,10 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     uint32_t kw[L::kKWords];
 #pragma unroll
     for (int i = 0; i < L::kNK; ++i) {
-      if constexpr (FP8 && KEY_PAIRS) {
+      if constexpr (FP8) {
         load_fp8_f16_words_in_order<L::kCK>(
             kw + i * L::kCK, reinterpret_cast<const uint8_t*>(st) +
                                  F::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
-      } else if constexpr (FP8) {
-        load_fp8_f16_words<L::kCK>(kw + i * L::kCK,
-                                   reinterpret_cast<const uint8_t*>(st) +
-                                       F::k_byte(half * 8 + g, L::k_element(i * L::kCK, c)));
       } else {
         load_words<L::kCK>(kw + i * L::kCK, st + L::k_word(half * 8 + g, L::k_element(i * L::kCK, c)));
       }
@@ -313,7 +291,7 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
     }
   }
 
-  if constexpr (FP8 && KEY_PAIRS) {
+  if constexpr (FP8) {
     // va[h][0][mt], va[h][1][mt]: keys 8h + 2c and 8h + 2c + 1 of Vᵀ's rows g and g + 8.
     uint32_t va[2][2][L::kVWords];
     const uint8_t* bytes = reinterpret_cast<const uint8_t*>(st);
@@ -351,25 +329,8 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
       const int key = (v / 2) * 8 + 2 * c + v % 2;
 #pragma unroll
       for (int i = 0; i < L::kNV; ++i) {
-        if constexpr (FP8) {
-          load_fp8_f16_words<L::kCV>(vw[v] + i * L::kCV,
-                                     reinterpret_cast<const uint8_t*>(st) +
-                                         F::v_byte(key, L::v_element(i * L::kCV, g)));
-        } else {
-          load_words<L::kCV>(vw[v] + i * L::kCV,
-                             st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
-        }
-      }
-    }
-    if constexpr (BULK) {
-      if (tb + 16 > k_end) {  // a partial tile (the same for the whole warp)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          if (tb + (v / 2) * 8 + 2 * c + v % 2 >= k_end) {
-#pragma unroll
-            for (int w = 0; w < L::kVWords; ++w) vw[v][w] = 0u;
-          }
-        }
+        load_words<L::kCV>(vw[v] + i * L::kCV,
+                           st + 16 * L::kRowWords + L::v_word(key, L::v_element(i * L::kCV, g)));
       }
     }
 #pragma unroll
@@ -379,19 +340,14 @@ __device__ __forceinline__ void tile_update(const uint32_t* st, int lane, int tb
       const uint32_t a1 = __byte_perm(vw[0][mt], vw[1][mt], 0x7632);
       const uint32_t a2 = __byte_perm(vw[2][mt], vw[3][mt], 0x5410);
       const uint32_t a3 = __byte_perm(vw[2][mt], vw[3][mt], 0x7632);
-      if constexpr (FP8) {
-        mma_f16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
-      } else {
-        mma_bf16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
-      }
+      mma_bf16(acc[mt], a0, a1, a2, a3, pb[0], pb[1]);
     }
   }
 }
 
 // The warps' states into shared memory (over the staging, once every warp is done with it):
-// m and l [warps][8], o [warps][8][HD]. FP8 (without KEY_PAIRS): the accumulators' rows are
-// HeadLayout::v_pair's elements.
-template <int HD, int WARPS, bool FP8 = false, bool KEY_PAIRS = false>
+// m and l [warps][8], o [warps][8][HD].
+template <int HD, int WARPS>
 __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, int group,
                                             float m_run, float l_run,
                                             const float (&acc)[HeadLayout<HD>::kSteps][4]) {
@@ -412,11 +368,9 @@ __device__ __forceinline__ void merge_warps(uint32_t* smem, int warp, int lane, 
   float* o1 = o0 + HD;
 #pragma unroll
   for (int mt = 0; mt < L::kSteps; ++mt) {
-    constexpr bool kPairOrder = FP8 && !KEY_PAIRS;
-    const int d = kPairOrder ? L::v_pair(mt, g) : L::v_element(mt, g);
-    const int d2 = d + (kPairOrder ? L::pair_step(L::kCV) : 1);
-    if (2 * c < group) o0[d] = acc[mt][0], o0[d2] = acc[mt][2];
-    if (2 * c + 1 < group) o1[d] = acc[mt][1], o1[d2] = acc[mt][3];
+    const int d = L::v_element(mt, g);
+    if (2 * c < group) o0[d] = acc[mt][0], o0[d + 1] = acc[mt][2];
+    if (2 * c + 1 < group) o1[d] = acc[mt][1], o1[d + 1] = acc[mt][3];
   }
   __syncthreads();
 }

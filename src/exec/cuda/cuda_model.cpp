@@ -73,10 +73,6 @@ DecodeSplits decode_splits_for(bool fp8) {
       decode_prefetch_from(std::getenv("PACELINE_DECODE_PREFETCH"), &error);
   if (!prefetch) fail("{}", error);
   s->prefetch = *prefetch;
-  const std::optional<bool> key_pairs =
-      decode_fp8_key_pairs_from(std::getenv("PACELINE_DECODE_FP8_KEY_PAIRS"), &error);
-  if (!key_pairs) fail("{}", error);
-  s->fp8_key_pairs = *key_pairs;
   const std::optional<bool> bulk =
       decode_fp8_bulk_from(std::getenv("PACELINE_DECODE_FP8_BULK"), &error);
   if (!bulk) fail("{}", error);

@@ -19,14 +19,6 @@ namespace paceline::cuda {
 // step at batch 64, 1k -1.4%; docs/performance.md).
 inline constexpr bool kDecodePrefetch = true;
 
-// Whether an FP8 cache's decode attention widens its tiles' fragments in the bf16 kernel's element
-// order (attention_decode_tile.cuh, KEY_PAIRS: V's fragments straight from each pair of keys'
-// bytes; 48 fewer byte permutes a tile for each lane at head_dim 128, the kernel's PRMTs 66 -> 18)
-// or in the pair order of sessions 13 to 36 (PACELINE_DECODE_FP8_KEY_PAIRS=0). The same bits
-// (0 elements differ over every test shape). On since session 37 (H100: kernel -0.4 to -1.4%,
-// flat at 32k x 16; FP8 32k steps -0.2 to -0.45%; docs/performance.md, "Session 37").
-inline constexpr bool kDecodeFp8KeyPairs = true;
-
 // Whether an FP8 cache's decode attention copies a tile by two bulk tensor copies (lane 0 of the
 // warp, head_dim 128, blocks of 16 keys, the cache's size known) instead of 8 cp.asyncs a lane
 // (attention_decode.cu, BULK). The same bits, 12% fewer instructions in the kernel, but slower on
@@ -45,8 +37,6 @@ struct DecodeSplits {
   // How a block takes its items, not how they are cut: the next item's first tiles before this
   // one's merge (PACELINE_DECODE_PREFETCH).
   bool prefetch = kDecodePrefetch;
-  // How an FP8 cache's fragments are widened (PACELINE_DECODE_FP8_KEY_PAIRS).
-  bool fp8_key_pairs = kDecodeFp8KeyPairs;
   // How an FP8 cache's tiles are copied (PACELINE_DECODE_FP8_BULK).
   bool fp8_bulk = kDecodeFp8Bulk;
 };
@@ -148,11 +138,6 @@ inline std::optional<bool> decode_switch_from(const char* name, const char* valu
 // PACELINE_DECODE_PREFETCH's value (kDecodePrefetch when unset).
 inline std::optional<bool> decode_prefetch_from(const char* value, std::string* error) {
   return decode_switch_from("PACELINE_DECODE_PREFETCH", value, kDecodePrefetch, error);
-}
-
-// PACELINE_DECODE_FP8_KEY_PAIRS's value (kDecodeFp8KeyPairs when unset).
-inline std::optional<bool> decode_fp8_key_pairs_from(const char* value, std::string* error) {
-  return decode_switch_from("PACELINE_DECODE_FP8_KEY_PAIRS", value, kDecodeFp8KeyPairs, error);
 }
 
 // PACELINE_DECODE_FP8_BULK's value (kDecodeFp8Bulk when unset).

@@ -59,21 +59,6 @@ __device__ __forceinline__ uint32_t fp8x2_to_bf16x2(uint16_t two) {
   return *reinterpret_cast<const uint32_t*>(&b);
 }
 
-// Four e4m3 bytes (elements e .. e + 3, the low one first) as two f16 pairs, exactly, by the
-// conversion instruction (sm_89+): one byte permute regroups them (e, e + 2) and (e + 1, e + 3),
-// then one conversion a pair (the FP8 decode attention's order, HeadLayout::pair_lo: the order
-// of a dot product's terms is free). Three instructions for four values; the integer widening
-// to the values times 2^-8 that the kernel used until session 33 took seven.
-__device__ __forceinline__ void e4m3x4_to_f16_pairs(uint32_t r, uint32_t& even, uint32_t& odd) {
-  asm("{\n.reg .b16 lo, hi;\n.reg .b32 p;\n"
-      "prmt.b32 p, %2, 0, 0x3120;\n"
-      "mov.b32 {lo, hi}, p;\n"
-      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
-      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
-      : "=r"(even), "=r"(odd)
-      : "r"(r));
-}
-
 // Four e4m3 bytes as two f16 pairs in order, exactly: (e, e + 1) and (e + 2, e + 3), one
 // conversion a pair and nothing else.
 __device__ __forceinline__ void e4m3x4_to_f16x4(uint32_t r, uint32_t& first, uint32_t& second) {
