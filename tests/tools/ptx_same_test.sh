@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/ptx_same on a throwaway repository with one kernel: a change that leaves the code alone
-# (a renamed local, a comment) is "same" with exit 0; a change of arithmetic is "DIFF" with exit 1;
+# (a renamed local, a comment, another kernel ahead of it in the file) is "same" with exit 0; a
+# change of arithmetic is "DIFF" with exit 1;
 # a template that gained a parameter is matched through an OLD=NEW rename of its mangled name,
 # and without the rename its kernel is missing (exit 1); a malformed rename and an unknown commit
 # are refused with exit 2. 77 (skipped) without nvcc, git or python3.
@@ -40,6 +41,13 @@ kernel "" j "a * x[j]" "// the index"
 run 0 "1 kernels at HEAD: all the same" HEAD src/k/k.cu
 kernel "" i "a * x[i] + 1.0f" ""
 run 1 "DIFF" HEAD src/k/k.cu
+# Another kernel ahead of it in the file moves the function index in its branch labels
+# ($L__BB0_2 becomes $L__BB1_2): still the same code.
+kernel "" i "a * x[i]" ""
+{ printf '%s\n' '__global__ void shift(float* y, int n) {' \
+    '  if (threadIdx.x < n) y[threadIdx.x] += 1.0f;' '}'; cat src/k/k.cu; } >src/k/k2.cu
+mv src/k/k2.cu src/k/k.cu
+run 0 "1 kernels at HEAD: all the same" HEAD src/k/k.cu
 kernel ", int W = 1" i "a * x[i]" ""
 sed -i 's/scale<1>/scale<1, 1>/' src/k/k.cu
 run 1 "MISSING" HEAD src/k/k.cu
