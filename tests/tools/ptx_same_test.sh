@@ -4,7 +4,8 @@
 # change of arithmetic is "DIFF" with exit 1;
 # a template that gained a parameter is matched through an OLD=NEW rename of its mangled name,
 # and without the rename its kernel is missing (exit 1); a malformed rename and an unknown commit
-# are refused with exit 2. 77 (skipped) without nvcc, git or python3.
+# are refused with exit 2; registers numbered otherwise compare equal, operands in other roles do
+# not. 77 (skipped) without nvcc, git or python3.
 set -uo pipefail
 command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skipped"; exit 77; }
 command -v git >/dev/null 2>&1 || { echo "git not installed: skipped"; exit 77; }
@@ -54,5 +55,22 @@ run 1 "MISSING" HEAD src/k/k.cu
 run 0 "all the same" HEAD src/k/k.cu Li1ELi1EEv=Li1EEv
 run 2 "a rename is OLD=NEW" HEAD src/k/k.cu Li1E
 run 2 "no commit" no-such-commit src/k/k.cu
+# Registers numbered otherwise are the same computation; the same registers in another role are
+# not (registers_renamed, behind the verdict "same up to register names").
+python3 - "$tool" <<'PY' || { echo "FAIL: registers_renamed"; fail=1; }
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader("ptx_same", sys.argv[1])
+tool = importlib.util.module_from_spec(importlib.util.spec_from_loader("ptx_same", loader))
+loader.exec_module(tool)
+a = [".reg .b32 %r<4>;", "mov.u32 %r1, %tid.x;", "mov.u32 %r2, %ctaid.x;", "sub.s32 %r3, %r1, %r2;",
+     "setp.lt.s32 %p1, %r3, 0;", "cvt.rn.f32.s32 %f2, %r3;"]
+renumbered = [".reg .b32 %r<10>;", "mov.u32 %r5, %tid.x;", "mov.u32 %r9, %ctaid.x;",
+              "sub.s32 %r2, %r5, %r9;", "setp.lt.s32 %p4, %r2, 0;", "cvt.rn.f32.s32 %f1, %r2;"]
+swapped = [".reg .b32 %r<4>;", "mov.u32 %r1, %tid.x;", "mov.u32 %r2, %ctaid.x;", "sub.s32 %r3, %r2, %r1;",
+           "setp.lt.s32 %p1, %r3, 0;", "cvt.rn.f32.s32 %f2, %r3;"]
+assert tool.registers_renamed(a) == tool.registers_renamed(renumbered), "renumbered"
+assert tool.registers_renamed(a) != tool.registers_renamed(swapped), "swapped operands"
+assert "%tid.x" in tool.registers_renamed(a)[0], "special registers keep their names"
+PY
 [ "$fail" = 0 ] && echo "ptx_same: all checks passed"
 exit "$fail"
