@@ -132,7 +132,8 @@ TEST(DecodePrefetch, AnyOtherValueIsAnErrorThatQuotesIt) {
   }
 }
 
-// The FP8 kernel's switch (PACELINE_DECODE_FP8_BULK) reads as the prefetch's: unset or empty the default, 0 or 1, an error naming the variable otherwise.
+// The FP8 kernel's switch (PACELINE_DECODE_FP8_BULK) reads as the prefetch's: unset or empty the
+// default, 0 or 1, an error naming the variable otherwise.
 TEST(DecodeFp8Switches, UnsetGivesTheDefaultZeroOrOneChooseAndTheErrorNamesTheVariable) {
   using Parse = std::optional<bool> (*)(const char*, std::string*);
   const struct {

@@ -258,8 +258,8 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
         next_block = block_of(cur, next_key);
       }
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
-      tile_update<HD, FP8, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb,
-                                            cur.k_end, qa, m_run, l_run, acc);
+      tile_update<HD, FP8, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
+                                 m_run, l_run, acc);
       if (more) next_row = row_at(cur, next_key, next_block);
     }
     cp_async_wait<0>();
