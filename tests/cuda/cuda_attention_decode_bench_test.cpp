@@ -86,6 +86,13 @@ cuda::DecodeSplits with_bulk(cuda::DecodeSplits s, bool prefetch, bool bulk) {
   return s;
 }
 
+// And with the FP8 block-table lead set (DecodeSplits::fp8_table_lead).
+cuda::DecodeSplits with_table_lead(cuda::DecodeSplits s, bool prefetch, bool lead) {
+  s.prefetch = prefetch;
+  s.fp8_table_lead = lead;
+  return s;
+}
+
 TEST(CudaDecodeAttentionBench, KvBandwidth) {
   PACELINE_REQUIRE_GPU();
   if (std::getenv("PACELINE_DECODE_BENCH") == nullptr) {
@@ -162,6 +169,12 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       // side by side.
       {"fp8 production, bulk 0", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, false), true},
       {"fp8 production, bulk 1", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, true), true},
+      // The FP8 kernel's block-table entries a turn ahead and kDecodeTableLead turns ahead
+      // (PACELINE_DECODE_FP8_TABLE_LEAD), side by side.
+      {"fp8 production, table lead 0", 0, 0,
+       with_table_lead(cuda::kDecodePlanFp8, *prefetch, false), true},
+      {"fp8 production, table lead 1", 0, 0,
+       with_table_lead(cuda::kDecodePlanFp8, *prefetch, true), true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},

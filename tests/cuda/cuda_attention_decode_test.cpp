@@ -320,6 +320,33 @@ TEST(CudaDecodeAttention, Fp8BulkCopiesKeepTheBitsAndIgnoreTheSlotsPastTheContex
   }
 }
 
+// The block-table entries loaded kDecodeTableLead turns ahead (DecodeSplits::fp8_table_lead)
+// give the bits of one turn ahead: every FP8 case (head sizes 16 to 256, block sizes 1 to 32, so
+// tiles over several blocks, contexts up to 131,072 and items of fewer tiles than the ring), at
+// the production plan and at one of short pieces.
+TEST(CudaDecodeAttention, Fp8TableLeadKeepsTheBits) {
+  PACELINE_REQUIRE_GPU();
+  uint64_t seed = 1200;
+  for (const Case& c : fp8_cases()) {
+    for (const cuda::DecodeSplits plan : {cuda::kDecodePlanFp8, cuda::DecodeSplits{64, 64}}) {
+      Problem p(c.shape, c.block_size, c.ctx, seed++);
+      p.splits = plan;
+      std::vector<uint8_t> k8, v8;
+      testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+      const auto [one, lead] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_table_lead);
+      const double e = check_against_reference(p, lead);
+      const size_t differ = testing::count_differing(lead, one);
+      EXPECT_EQ(differ, 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
+                            << ", head_dim " << c.shape.head_dim << ", blocks of " << c.block_size;
+      std::printf("[ decode fp8 table lead ] heads %d/%d, head_dim %d, blocks of %d, plan %d x "
+                  ">=%d: %zu of %zu elements differ from one turn ahead, worst relative error "
+                  "%.2e\n",
+                  c.shape.num_heads, c.shape.num_kv_heads, c.shape.head_dim, c.block_size,
+                  plan.max_splits, plan.min_chunk, differ, lead.size(), e);
+    }
+  }
+}
+
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
   PACELINE_REQUIRE_GPU();
   // The last has the long regime from 2k keys on: 9,000 keys are 18 pieces of 512.

@@ -132,15 +132,17 @@ TEST(DecodePrefetch, AnyOtherValueIsAnErrorThatQuotesIt) {
   }
 }
 
-// The FP8 kernel's switch (PACELINE_DECODE_FP8_BULK) reads as the prefetch's: unset or empty the
-// default, 0 or 1, an error naming the variable otherwise.
+// The FP8 kernel's switches (PACELINE_DECODE_FP8_BULK, PACELINE_DECODE_FP8_TABLE_LEAD) read as
+// the prefetch's: unset or empty the default, 0 or 1, an error naming the variable otherwise.
 TEST(DecodeFp8Switches, UnsetGivesTheDefaultZeroOrOneChooseAndTheErrorNamesTheVariable) {
   using Parse = std::optional<bool> (*)(const char*, std::string*);
   const struct {
     Parse parse;
     bool fallback;
     const char* name;
-  } switches[] = {{decode_fp8_bulk_from, kDecodeFp8Bulk, "PACELINE_DECODE_FP8_BULK"}};
+  } switches[] = {
+      {decode_fp8_bulk_from, kDecodeFp8Bulk, "PACELINE_DECODE_FP8_BULK"},
+      {decode_fp8_table_lead_from, kDecodeFp8TableLead, "PACELINE_DECODE_FP8_TABLE_LEAD"}};
   for (const auto& s : switches) {
     std::string error;
     EXPECT_EQ(s.parse(nullptr, &error), s.fallback) << s.name;

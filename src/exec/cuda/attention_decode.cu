@@ -94,7 +94,10 @@ constexpr int tiles_ahead() {
 // v_map: rows of 128 bytes, boxes of 16 rows, the 128-byte swizzle) counted on the stage's
 // barrier, where the warp's lanes otherwise issue 16-byte cp.asyncs, 8 each and their addresses
 // (splits.fp8_bulk). The rest of the kernel is the same.
-template <int HD, int WARPS, int STAGES, bool FP8, bool BULK = false>
+//
+// LEAD: how many loop turns ahead a warp loads the block-table entries of the tiles it copies
+// (DecodeSplits::fp8_table_lead): one, or a ring of LEAD entries; the same arithmetic either way.
+template <int HD, int WARPS, int STAGES, bool FP8, bool BULK = false, int LEAD = 1>
 __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     decode_kernel(const float* __restrict__ qkv, const int32_t* __restrict__ rows, int num_rows,
                   DecodeSplits splits, AttentionShape shape, RowInputs in, LayerCache cache,
@@ -103,6 +106,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
                   const __grid_constant__ CUtensorMap v_map) {
   using L = HeadLayout<HD>;
   static_assert(!BULK || (FP8 && HD == 128), "bulk copies: an FP8 cache, head_dim 128");
+  static_assert(LEAD >= 1, "entries are loaded at least a turn ahead");
   constexpr int kAhead = tiles_ahead<HD, WARPS, STAGES, FP8>();
   static_assert(kAhead >= 1, "the merge leaves no stage for the next item's first tile");
   extern __shared__ __align__(16) uint32_t smem[];
@@ -216,8 +220,21 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     // The block-table entry of the tile a loop turn copies is loaded a turn ahead and used after
     // that turn's math (and here after q's loads): used at once, its latency stalled the warp
     // every tile (27% of the FP8 kernel's samples at 32k x 16 on an H100, session 30).
+    // LEAD > 1: the entries of tiles STAGES - 1 to STAGES - 2 + LEAD in a ring, lead_*[0] the
+    // next tile to copy; turn j loads the entry of tile j + STAGES - 1 + LEAD, used LEAD - 1
+    // turns later.
     int next_key = key_of(cur, STAGES - 1);
     int next_block = STAGES - 1 < cur.my_tiles ? block_of(cur, next_key) : 0;
+    int lead_key[LEAD], lead_block[LEAD];
+    if constexpr (LEAD > 1) {
+      lead_key[0] = next_key;
+      lead_block[0] = next_block;
+#pragma unroll
+      for (int t = 1; t < LEAD; ++t) {
+        lead_key[t] = key_of(cur, STAGES - 1 + t);
+        lead_block[t] = STAGES - 1 + t < cur.my_tiles ? block_of(cur, lead_key[t]) : 0;
+      }
+    }
 
     // q of head g of the group, in this lane's K order.
     uint32_t qa[L::kKWords];
@@ -253,14 +270,29 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       issue(cur, j + STAGES - 1, (j + STAGES - 1) % STAGES, next_row, 0);
       cp_async_commit();
       const bool more = j + STAGES < cur.my_tiles;
-      if (more) {
+      if constexpr (LEAD > 1) {
+#pragma unroll
+        for (int t = 0; t + 1 < LEAD; ++t) {
+          lead_key[t] = lead_key[t + 1];
+          lead_block[t] = lead_block[t + 1];
+        }
+        const int far = j + STAGES - 1 + LEAD;  // the tile whose entry is loaded now
+        if (far < cur.my_tiles) {
+          lead_key[LEAD - 1] = key_of(cur, far);
+          lead_block[LEAD - 1] = block_of(cur, lead_key[LEAD - 1]);
+        }
+      } else if (more) {
         next_key = key_of(cur, j + STAGES);
         next_block = block_of(cur, next_key);
       }
       const int tb = cur.k0 + (warp + j * WARPS) * 16;
       tile_update<HD, FP8, BULK>(my_stage + (j % STAGES) * WARPS * kTile, lane, tb, cur.k_end, qa,
                                  m_run, l_run, acc);
-      if (more) next_row = row_at(cur, next_key, next_block);
+      if constexpr (LEAD > 1) {
+        if (more) next_row = row_at(cur, lead_key[0], lead_block[0]);
+      } else if (more) {
+        next_row = row_at(cur, next_key, next_block);
+      }
     }
     cp_async_wait<0>();
 
@@ -306,13 +338,13 @@ int persistent_blocks(const void* kernel, int threads, int smem, int64_t max_ite
       1, std::min<int64_t>(static_cast<int64_t>(std::max(it->second, 1)) * sms, max_items)));
 }
 
-template <int HD, int WARPS, int STAGES, bool FP8 = false, bool BULK = false>
+template <int HD, int WARPS, int STAGES, bool FP8 = false, bool BULK = false, int LEAD = 1>
 cudaError_t launch_kernel(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                           AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
                           float* partial_ml, bf16* out, cudaStream_t stream,
                           const CUtensorMap& k_map = CUtensorMap{},
                           const CUtensorMap& v_map = CUtensorMap{}) {
-  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, BULK>;
+  auto kernel = decode_kernel<HD, WARPS, STAGES, FP8, BULK, LEAD>;
   static const cudaError_t configured = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
       smem_bytes<HD, WARPS, STAGES, FP8, BULK>(kMaxRowsPerLaunch));
@@ -361,7 +393,8 @@ bool fp8_tile_map(const uint8_t* plane, int64_t num_slots, int kv_heads, int blo
 }
 
 // The kernel for the cache's element type; an FP8 cache's, at head_dim 128 where the tensor maps
-// can be had, by splits.fp8_bulk.
+// can be had, by splits.fp8_bulk, else with the block-table entries kDecodeTableLead turns ahead
+// by splits.fp8_table_lead.
 template <int HD, int WARPS, int STAGES, bool FP8 = false>
 cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSplits splits,
                    AttentionShape shape, RowInputs in, LayerCache cache, float* partial_acc,
@@ -374,6 +407,12 @@ cudaError_t launch(const float* qkv, const int32_t* rows, int num_rows, DecodeSp
       return launch_kernel<HD, WARPS, STAGES, FP8, true>(qkv, rows, num_rows, splits, shape, in,
                                                          cache, partial_acc, partial_ml, out,
                                                          stream, k_map, v_map);
+    }
+  }
+  if constexpr (FP8) {
+    if (splits.fp8_table_lead) {
+      return launch_kernel<HD, WARPS, STAGES, FP8, false, kDecodeTableLead>(
+          qkv, rows, num_rows, splits, shape, in, cache, partial_acc, partial_ml, out, stream);
     }
   }
   return launch_kernel<HD, WARPS, STAGES, FP8>(qkv, rows, num_rows, splits, shape, in, cache,

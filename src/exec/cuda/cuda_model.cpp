@@ -77,6 +77,10 @@ DecodeSplits decode_splits_for(bool fp8) {
       decode_fp8_bulk_from(std::getenv("PACELINE_DECODE_FP8_BULK"), &error);
   if (!bulk) fail("{}", error);
   s->fp8_bulk = *bulk;
+  const std::optional<bool> lead =
+      decode_fp8_table_lead_from(std::getenv("PACELINE_DECODE_FP8_TABLE_LEAD"), &error);
+  if (!lead) fail("{}", error);
+  s->fp8_table_lead = *lead;
   return *s;
 }
 

@@ -27,6 +27,18 @@ inline constexpr bool kDecodePrefetch = true;
 // on an H200, where the FP8 kernel reads at 81% of the copy rate and bf16 at 100%.
 inline constexpr bool kDecodeFp8Bulk = false;
 
+// Whether an FP8 cache's decode attention loads the block-table entries of the tiles a warp
+// copies kDecodeTableLead loop turns ahead (a ring of entries) instead of one (attention_decode.cu,
+// LEAD). The same arithmetic, so the same bits. A warp takes a turn a tile; with one turn, each
+// turn waits for an entry loaded during the turn before, one memory round trip under a saturated
+// memory system, so a warp reads at most one 4 KB FP8 tile a round trip (an H100 profile at 32k x
+// 16: 29% of the samples on that wait). On an H100 the kernel reads at the copy rate either way
+// (session 30: two and three turns, not faster); the H200 needs about 1.5 tiles a round trip of
+// each of its 12 warps an SM at 4.275 TB/s, where the FP8 kernel reads at 81% (bf16, 8 KB a tile,
+// at 100%). Off (PACELINE_DECODE_FP8_TABLE_LEAD=1) until measured on an H200.
+inline constexpr bool kDecodeFp8TableLead = false;
+inline constexpr int kDecodeTableLead = 3;
+
 struct DecodeSplits {
   int max_splits = 16;  // pieces per row at most (the partials' stride)
   int min_chunk = 128;  // keys per piece at least, before rounding to whole 64-key rounds
@@ -39,6 +51,9 @@ struct DecodeSplits {
   bool prefetch = kDecodePrefetch;
   // How an FP8 cache's tiles are copied (PACELINE_DECODE_FP8_BULK).
   bool fp8_bulk = kDecodeFp8Bulk;
+  // How far ahead an FP8 cache's block-table entries are loaded (PACELINE_DECODE_FP8_TABLE_LEAD:
+  // kDecodeTableLead turns, or one).
+  bool fp8_table_lead = kDecodeFp8TableLead;
 };
 
 struct DecodeSplitPlan {
@@ -143,6 +158,11 @@ inline std::optional<bool> decode_prefetch_from(const char* value, std::string* 
 // PACELINE_DECODE_FP8_BULK's value (kDecodeFp8Bulk when unset).
 inline std::optional<bool> decode_fp8_bulk_from(const char* value, std::string* error) {
   return decode_switch_from("PACELINE_DECODE_FP8_BULK", value, kDecodeFp8Bulk, error);
+}
+
+// PACELINE_DECODE_FP8_TABLE_LEAD's value (kDecodeFp8TableLead when unset).
+inline std::optional<bool> decode_fp8_table_lead_from(const char* value, std::string* error) {
+  return decode_switch_from("PACELINE_DECODE_FP8_TABLE_LEAD", value, kDecodeFp8TableLead, error);
 }
 
 }  // namespace paceline::cuda
