@@ -86,6 +86,13 @@ cuda::DecodeSplits with_bulk(cuda::DecodeSplits s, bool prefetch, bool bulk) {
   return s;
 }
 
+// And with the next item's q loaded during the merge set (DecodeSplits::q_next).
+cuda::DecodeSplits with_q_next(cuda::DecodeSplits s, bool prefetch, bool q_next) {
+  s.prefetch = prefetch;
+  s.q_next = q_next;
+  return s;
+}
+
 // And with the FP8 block-table lead set (DecodeSplits::fp8_table_lead).
 cuda::DecodeSplits with_table_lead(cuda::DecodeSplits s, bool prefetch, bool lead) {
   s.prefetch = prefetch;
@@ -175,6 +182,13 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
        with_table_lead(cuda::kDecodePlanFp8, *prefetch, false), true},
       {"fp8 production, table lead 1", 0, 0,
        with_table_lead(cuda::kDecodePlanFp8, *prefetch, true), true},
+      // q loaded at an item's start and during the item before's merge (PACELINE_DECODE_Q_NEXT).
+      {"production, q next 0", 0, 0, with_q_next(cuda::kDecodePlanBf16, *prefetch, false)},
+      {"production, q next 1", 0, 0, with_q_next(cuda::kDecodePlanBf16, *prefetch, true)},
+      {"fp8 production, q next 0", 0, 0, with_q_next(cuda::kDecodePlanFp8, *prefetch, false),
+       true},
+      {"fp8 production, q next 1", 0, 0, with_q_next(cuda::kDecodePlanFp8, *prefetch, true),
+       true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},
       {"plan 16 x >=256", 0, 0, {16, 256}},

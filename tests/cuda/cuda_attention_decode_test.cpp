@@ -347,6 +347,50 @@ TEST(CudaDecodeAttention, Fp8TableLeadKeepsTheBits) {
   }
 }
 
+// The next item's q loaded during an item's merge (DecodeSplits::q_next) gives the bits of q
+// loaded at the item's start: bf16 and FP8 caches, every head size, groups of 1 to 8, the
+// production plans and one of short pieces (many items a block), and with the FP8 block-table
+// lead on as well.
+TEST(CudaDecodeAttention, LoadingTheNextItemsQDuringTheMergeKeepsTheBits) {
+  PACELINE_REQUIRE_GPU();
+  uint64_t seed = 1400;
+  for (const bool fp8 : {false, true}) {
+    for (const Case& c : fp8_cases()) {
+      for (const cuda::DecodeSplits plan :
+           {fp8 ? cuda::kDecodePlanFp8 : cuda::kDecodePlanBf16, cuda::DecodeSplits{64, 64}}) {
+        for (const bool lead : {false, true}) {
+          if (lead && !fp8) continue;
+          Problem p(c.shape, c.block_size, c.ctx, seed++);
+          p.splits = plan;
+          p.splits.fp8_table_lead = lead;
+          std::vector<uint8_t> k8, v8;
+          if (fp8) testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
+          OnDevice d(p);
+          if (fp8) d.use_fp8(k8, v8);
+          p.splits.q_next = false;  // d reads p's plan at each launch
+          d.run({});
+          const std::vector<uint16_t> at_start = d.result();
+          p.splits.q_next = true;
+          d.run({});
+          const std::vector<uint16_t> ahead = d.result();
+          // Against the reference once a case (equal bits are the claim; the short plan's
+          // reference is the other tests').
+          const double e = plan.max_splits == 64 ? 0.0 : check_against_reference(p, ahead);
+          const size_t differ = testing::count_differing(ahead, at_start);
+          EXPECT_EQ(differ, 0u) << (fp8 ? "fp8" : "bf16") << " heads " << c.shape.num_heads << "/"
+                                << c.shape.num_kv_heads << ", head_dim " << c.shape.head_dim;
+          std::printf("[ decode q next ] %s%s, heads %d/%d, head_dim %d, plan %d x >=%d: %zu of "
+                      "%zu elements differ from q loaded at the start, worst relative error "
+                      "%.2e\n",
+                      fp8 ? "fp8" : "bf16", lead ? " (table lead)" : "", c.shape.num_heads,
+                      c.shape.num_kv_heads, c.shape.head_dim, plan.max_splits, plan.min_chunk,
+                      differ, ahead.size(), e);
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaDecodeAttention, Fp8CacheMatchesTheReferenceWithOtherSplitPlans) {
   PACELINE_REQUIRE_GPU();
   // The last has the long regime from 2k keys on: 9,000 keys are 18 pieces of 512.

@@ -132,8 +132,9 @@ TEST(DecodePrefetch, AnyOtherValueIsAnErrorThatQuotesIt) {
   }
 }
 
-// The FP8 kernel's switches (PACELINE_DECODE_FP8_BULK, PACELINE_DECODE_FP8_TABLE_LEAD) read as
-// the prefetch's: unset or empty the default, 0 or 1, an error naming the variable otherwise.
+// The kernel's other switches (PACELINE_DECODE_FP8_BULK, PACELINE_DECODE_FP8_TABLE_LEAD,
+// PACELINE_DECODE_Q_NEXT) read as the prefetch's: unset or empty the default, 0 or 1, an error
+// naming the variable otherwise.
 TEST(DecodeFp8Switches, UnsetGivesTheDefaultZeroOrOneChooseAndTheErrorNamesTheVariable) {
   using Parse = std::optional<bool> (*)(const char*, std::string*);
   const struct {
@@ -142,7 +143,8 @@ TEST(DecodeFp8Switches, UnsetGivesTheDefaultZeroOrOneChooseAndTheErrorNamesTheVa
     const char* name;
   } switches[] = {
       {decode_fp8_bulk_from, kDecodeFp8Bulk, "PACELINE_DECODE_FP8_BULK"},
-      {decode_fp8_table_lead_from, kDecodeFp8TableLead, "PACELINE_DECODE_FP8_TABLE_LEAD"}};
+      {decode_fp8_table_lead_from, kDecodeFp8TableLead, "PACELINE_DECODE_FP8_TABLE_LEAD"},
+      {decode_q_next_from, kDecodeQNext, "PACELINE_DECODE_Q_NEXT"}};
   for (const auto& s : switches) {
     std::string error;
     EXPECT_EQ(s.parse(nullptr, &error), s.fallback) << s.name;

@@ -81,6 +81,9 @@ DecodeSplits decode_splits_for(bool fp8) {
       decode_fp8_table_lead_from(std::getenv("PACELINE_DECODE_FP8_TABLE_LEAD"), &error);
   if (!lead) fail("{}", error);
   s->fp8_table_lead = *lead;
+  const std::optional<bool> q_next = decode_q_next_from(std::getenv("PACELINE_DECODE_Q_NEXT"), &error);
+  if (!q_next) fail("{}", error);
+  s->q_next = *q_next;
   return *s;
 }
 
