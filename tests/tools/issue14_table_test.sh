@@ -2,7 +2,8 @@
 # tools/issue14_table on a summary in the form `scripts/gpu_check` writes: each row from the last
 # check with its arguments (a comparison earlier in the file under another setting, and an A/B
 # header's rows, are not taken), met or not against issue 14's targets, the 128k row as a
-# multiple of its floor, a row no check ran as not run; an unreadable file is exit 2.
+# multiple of its floor, a row no check ran as not run; on a card other than the H200 nothing
+# judged and the card said; an unreadable file is exit 2.
 # 77 (skipped) without python3.
 set -uo pipefail
 command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skipped"; exit 77; }
@@ -51,6 +52,14 @@ expect "| decode batch 16, 32k, FP8 KV | 16.1 | 12.583 | 14.5 | no |"
 expect "| decode batch 4, 128k (YaRN), FP8 KV | 14.3 (1.14 x) | 12.58 | 1.15 x floor | yes |"
 expect "| prefill 8k | 226.2 | 170 | 250 | yes |"
 expect "| prefill 32k | 1350.5 | 958 | 1300 | no |"
+# On another card the same rows, none judged, and the card said above the table.
+sed '1s/NVIDIA H200, 143771 MiB/NVIDIA H100 80GB HBM3, 81559 MiB/' "$dir/summary.txt" >"$dir/h100.txt"
+out=$("$tool" "$dir/h100.txt"); rc=$?
+[ "$rc" = 0 ] || { echo "FAIL: exit $rc on another card"; fail=1; }
+expect "NVIDIA H100 80GB HBM3: the floors and targets are the H200's, so no row is judged"
+expect "| decode batch 1, 1k | 4.15 | 3.576 | 4.2 |  |"
+expect "| decode batch 64, 1k | 8 | 5.803 | 7 |  |"
+expect "| decode batch 4, 128k (YaRN), FP8 KV | 14.3 (1.14 x) | 12.58 | 1.15 x floor |  |"
 "$tool" "$dir/no-such-file" >/dev/null 2>&1
 [ $? = 2 ] || { echo "FAIL: an unreadable file is not exit 2"; fail=1; }
 [ "$fail" = 0 ] && echo "issue14_table: all checks passed"
