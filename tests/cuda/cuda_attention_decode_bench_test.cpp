@@ -79,24 +79,12 @@ cuda::DecodeSplits with_prefetch(cuda::DecodeSplits s, bool prefetch) {
   return s;
 }
 
-// And with the FP8 tiles' copies set (DecodeSplits::fp8_bulk).
-cuda::DecodeSplits with_bulk(cuda::DecodeSplits s, bool prefetch, bool bulk) {
+// And with one of the kernel's switches set: the FP8 tiles' bulk copies (DecodeSplits::fp8_bulk),
+// the next item's q loaded during the merge (q_next), the FP8 block-table lead (fp8_table_lead).
+cuda::DecodeSplits with_switch(cuda::DecodeSplits s, bool prefetch,
+                               bool cuda::DecodeSplits::*which, bool on) {
   s.prefetch = prefetch;
-  s.fp8_bulk = bulk;
-  return s;
-}
-
-// And with the next item's q loaded during the merge set (DecodeSplits::q_next).
-cuda::DecodeSplits with_q_next(cuda::DecodeSplits s, bool prefetch, bool q_next) {
-  s.prefetch = prefetch;
-  s.q_next = q_next;
-  return s;
-}
-
-// And with the FP8 block-table lead set (DecodeSplits::fp8_table_lead).
-cuda::DecodeSplits with_table_lead(cuda::DecodeSplits s, bool prefetch, bool lead) {
-  s.prefetch = prefetch;
-  s.fp8_table_lead = lead;
+  s.*which = on;
   return s;
 }
 
@@ -174,20 +162,20 @@ TEST(CudaDecodeAttentionBench, KvBandwidth) {
       {"fp8 production, prefetch 1", 0, 0, with_prefetch(cuda::kDecodePlanFp8, true), true},
       // The FP8 kernel's tiles copied by the threads and in bulk (PACELINE_DECODE_FP8_BULK),
       // side by side.
-      {"fp8 production, bulk 0", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, false), true},
-      {"fp8 production, bulk 1", 0, 0, with_bulk(cuda::kDecodePlanFp8, *prefetch, true), true},
+      {"fp8 production, bulk 0", 0, 0, with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::fp8_bulk, false), true},
+      {"fp8 production, bulk 1", 0, 0, with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::fp8_bulk, true), true},
       // The FP8 kernel's block-table entries a turn ahead and kDecodeTableLead turns ahead
       // (PACELINE_DECODE_FP8_TABLE_LEAD), side by side.
       {"fp8 production, table lead 0", 0, 0,
-       with_table_lead(cuda::kDecodePlanFp8, *prefetch, false), true},
+       with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::fp8_table_lead, false), true},
       {"fp8 production, table lead 1", 0, 0,
-       with_table_lead(cuda::kDecodePlanFp8, *prefetch, true), true},
+       with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::fp8_table_lead, true), true},
       // q loaded at an item's start and during the item before's merge (PACELINE_DECODE_Q_NEXT).
-      {"production, q next 0", 0, 0, with_q_next(cuda::kDecodePlanBf16, *prefetch, false)},
-      {"production, q next 1", 0, 0, with_q_next(cuda::kDecodePlanBf16, *prefetch, true)},
-      {"fp8 production, q next 0", 0, 0, with_q_next(cuda::kDecodePlanFp8, *prefetch, false),
+      {"production, q next 0", 0, 0, with_switch(cuda::kDecodePlanBf16, *prefetch, &cuda::DecodeSplits::q_next, false)},
+      {"production, q next 1", 0, 0, with_switch(cuda::kDecodePlanBf16, *prefetch, &cuda::DecodeSplits::q_next, true)},
+      {"fp8 production, q next 0", 0, 0, with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::q_next, false),
        true},
-      {"fp8 production, q next 1", 0, 0, with_q_next(cuda::kDecodePlanFp8, *prefetch, true),
+      {"fp8 production, q next 1", 0, 0, with_switch(cuda::kDecodePlanFp8, *prefetch, &cuda::DecodeSplits::q_next, true),
        true},
       {"4 warps, 3 stages", 4, 3, cuda::kDecodePlanBf16},
       {"plan 32 x >=128", 0, 0, {32, 128}},

@@ -248,12 +248,13 @@ void expect_fp8_matches_bf16(const Case& c, cuda::DecodeSplits splits, uint64_t 
   EXPECT_LE(e_fp8, e_bf16 * 1.25 + 1e-4) << what;
 }
 
-// The outputs of a problem over an FP8 cache (k8, v8) with one switch of its plan off, then on.
-std::pair<std::vector<uint16_t>, std::vector<uint16_t>> fp8_switch_off_and_on(
+// The outputs of a problem with one switch of its plan off, then on: over an FP8 cache (k8, v8)
+// or, with k8 empty, the bf16 one.
+std::pair<std::vector<uint16_t>, std::vector<uint16_t>> switch_off_and_on(
     Problem& p, const std::vector<uint8_t>& k8, const std::vector<uint8_t>& v8,
     bool cuda::DecodeSplits::*which) {
   OnDevice d(p);
-  d.use_fp8(k8, v8);
+  if (!k8.empty()) d.use_fp8(k8, v8);  // empty: the bf16 cache
   p.splits.*which = false;  // d reads p's plan at each launch
   d.run({});
   std::vector<uint16_t> off = d.result();
@@ -310,7 +311,7 @@ TEST(CudaDecodeAttention, Fp8BulkCopiesKeepTheBitsAndIgnoreTheSlotsPastTheContex
         }
       }
     }
-    const auto [threads, bulk] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_bulk);
+    const auto [threads, bulk] = switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_bulk);
     const double e = check_against_reference(p, bulk);
     const size_t differ = testing::count_differing(bulk, threads);
     EXPECT_EQ(differ, 0u) << "heads " << shape.num_heads << "/" << shape.num_kv_heads;
@@ -333,7 +334,7 @@ TEST(CudaDecodeAttention, Fp8TableLeadKeepsTheBits) {
       p.splits = plan;
       std::vector<uint8_t> k8, v8;
       testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
-      const auto [one, lead] = fp8_switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_table_lead);
+      const auto [one, lead] = switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::fp8_table_lead);
       const double e = check_against_reference(p, lead);
       const size_t differ = testing::count_differing(lead, one);
       EXPECT_EQ(differ, 0u) << "heads " << c.shape.num_heads << "/" << c.shape.num_kv_heads
@@ -365,14 +366,8 @@ TEST(CudaDecodeAttention, LoadingTheNextItemsQDuringTheMergeKeepsTheBits) {
           p.splits.fp8_table_lead = lead;
           std::vector<uint8_t> k8, v8;
           if (fp8) testing::random_fp8_cache(seed, p.k, p.v, k8, v8);
-          OnDevice d(p);
-          if (fp8) d.use_fp8(k8, v8);
-          p.splits.q_next = false;  // d reads p's plan at each launch
-          d.run({});
-          const std::vector<uint16_t> at_start = d.result();
-          p.splits.q_next = true;
-          d.run({});
-          const std::vector<uint16_t> ahead = d.result();
+          const auto [at_start, ahead] =
+              switch_off_and_on(p, k8, v8, &cuda::DecodeSplits::q_next);
           // Against the reference once a case (equal bits are the claim; the short plan's
           // reference is the other tests').
           const double e = plan.max_splits == 64 ? 0.0 : check_against_reference(p, ahead);
