@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "base/error.h"
@@ -32,6 +34,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_path = (std::filesystem::temp_directory_path() /
             ("paceline-mooncake-fuzz-" + std::to_string(getpid()) + ".jsonl"))
                .string();
+  // The temporary file goes when the run ends (libFuzzer ends a timed run by exit()).
+  std::atexit([] {
+    std::error_code ignored;
+    std::filesystem::remove(g_path, ignored);
+  });
   return 0;
 }
 

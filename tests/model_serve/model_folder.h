@@ -23,9 +23,12 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
 class ModelFolder {
  public:
   explicit ModelFolder(const std::string& name) {
+    // A parameterized test's name has a '/' ("Name/0"): one folder, not a folder in a folder
+    // that the destructor would leave behind empty.
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : test) c = c == '/' ? '-' : c;
     dir_ = std::filesystem::temp_directory_path() /
-           ("paceline-" + name + "-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("paceline-" + name + "-" + std::to_string(::getpid()) + "-" + test);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
