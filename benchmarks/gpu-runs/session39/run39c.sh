@@ -16,21 +16,14 @@ PACELINE_DECODE_BENCH=1 PACELINE_DECODE_BENCH_ONLY='8192,16;32768,1;32768,16;131
 log "bench rc $?"
 grep -E "^\[ bench" $S/bench.txt | grep -i -E "fp8|e4m3" | tee -a $S/summary.txt
 pack
-check() {  # bulk, then paceline check's arguments
-  local bulk=$1; shift
-  log "PACELINE_DECODE_FP8_BULK=$bulk paceline check $*"
-  PACELINE_DECODE_FP8_BULK=$bulk timeout 120 $B/paceline check --device cuda --load-format dummy \
-    "$@" 2>&1 | grep -E '^\||^batch invariance|^error' | grep -v sampled | tee -a $S/summary.txt
-  pack
-}
 for run in 1 2; do
   for bulk in 0 1; do
-    check $bulk --model configs/models/qwen3-8b.json --kv-cache-memory $kv --kv-cache-dtype fp8 \
-      --max-num-seqs 64 --timing --skip-invariance --decode-batches 1,16 --decode-context 32768 \
-      --prefill-lengths 1024
-    check $bulk --model configs/models/qwen3-8b-yarn.json --kv-cache-memory $kv \
-      --kv-cache-dtype fp8 --max-num-seqs 64 --timing --skip-invariance --decode-batches 4 \
-      --decode-context 131071 --prefill-lengths 1024
+    check PACELINE_DECODE_FP8_BULK=$bulk -- --model configs/models/qwen3-8b.json \
+      --kv-cache-memory $kv --kv-cache-dtype fp8 --max-num-seqs 64 --timing --skip-invariance \
+      --decode-batches 1,16 --decode-context 32768 --prefill-lengths 1024
+    check PACELINE_DECODE_FP8_BULK=$bulk -- --model configs/models/qwen3-8b-yarn.json \
+      --kv-cache-memory $kv --kv-cache-dtype fp8 --max-num-seqs 64 --timing --skip-invariance \
+      --decode-batches 4 --decode-context 131071 --prefill-lengths 1024
   done
 done
 timeout 120 $B/cuda_tests --gtest_color=no --gtest_filter='CudaDecodeAttention.Fp8Bulk*' \

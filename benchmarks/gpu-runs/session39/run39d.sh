@@ -25,25 +25,21 @@ PACELINE_DECODE_BENCH=1 PACELINE_DECODE_BENCH_ONLY='1024,64;32768,16;131072,4' \
 log "bench rc $?"
 grep -E "^\[ bench" $S/bench.txt | tee -a $S/summary.txt
 pack
-check() {  # lead, q next, then paceline check's arguments
-  local lead=$1 qnext=$2; shift 2
-  log "PACELINE_DECODE_FP8_TABLE_LEAD=$lead PACELINE_DECODE_Q_NEXT=$qnext paceline check $*"
-  PACELINE_DECODE_FP8_TABLE_LEAD=$lead PACELINE_DECODE_Q_NEXT=$qnext timeout 100 \
-    $B/paceline check --device cuda --load-format dummy "$@" 2>&1 |
-    grep -E '^\||^batch invariance|^error' | grep -v sampled | tee -a $S/summary.txt
-  pack
-}
+CHECK_TIMEOUT=100
 for qnext in 0 1; do
-  check 0 $qnext --model configs/models/qwen3-8b.json --kv-cache-memory $kv --max-num-seqs 64 \
-    --timing --skip-invariance --decode-batches 1,16,64 --prefill-lengths 1024
+  check PACELINE_DECODE_Q_NEXT=$qnext -- --model configs/models/qwen3-8b.json \
+    --kv-cache-memory $kv --max-num-seqs 64 --timing --skip-invariance --decode-batches 1,16,64 \
+    --prefill-lengths 1024
 done
 for setting in "0 0" "1 0" "1 1"; do
-  check $setting --model configs/models/qwen3-8b.json --kv-cache-memory $kv --kv-cache-dtype fp8 \
-    --max-num-seqs 64 --timing --skip-invariance --decode-batches 1,16 --decode-context 32768 \
-    --prefill-lengths 1024
-  check $setting --model configs/models/qwen3-8b-yarn.json --kv-cache-memory $kv \
+  set -- $setting
+  lead=(PACELINE_DECODE_FP8_TABLE_LEAD=$1 PACELINE_DECODE_Q_NEXT=$2)
+  check "${lead[@]}" -- --model configs/models/qwen3-8b.json --kv-cache-memory $kv \
+    --kv-cache-dtype fp8 --max-num-seqs 64 --timing --skip-invariance --decode-batches 1,16 \
+    --decode-context 32768 --prefill-lengths 1024
+  check "${lead[@]}" -- --model configs/models/qwen3-8b-yarn.json --kv-cache-memory $kv \
     --kv-cache-dtype fp8 --max-num-seqs 64 --timing --skip-invariance --decode-batches 4 \
     --decode-context 131071 --prefill-lengths 1024
 done
-check 1 1 --model configs/models/qwen3-8b.json --kv-cache-memory 16G --kv-cache-dtype fp8 \
-  --max-num-seqs 64
+check PACELINE_DECODE_FP8_TABLE_LEAD=1 PACELINE_DECODE_Q_NEXT=1 -- \
+  --model configs/models/qwen3-8b.json --kv-cache-memory 16G --kv-cache-dtype fp8 --max-num-seqs 64

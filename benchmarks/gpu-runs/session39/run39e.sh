@@ -20,11 +20,9 @@ PACELINE_DECODE_BENCH=1 PACELINE_DECODE_BENCH_ONLY='1024,64;32768,16' \
 log "bench rc $?"
 grep -E "^\[ bench" $S/bench.txt | tee -a $S/summary.txt
 pack
+CHECK_TIMEOUT=60
 for qnext in 0 1 0 1; do
-  log "PACELINE_DECODE_Q_NEXT=$qnext paceline check (bf16 1k)"
-  PACELINE_DECODE_Q_NEXT=$qnext timeout 60 $B/paceline check --device cuda --load-format dummy \
-    --model configs/models/qwen3-8b.json --kv-cache-memory 24G --max-num-seqs 64 --timing \
-    --skip-invariance --decode-batches 1,16,64 --prefill-lengths 1024 2>&1 |
-    grep -E '^\| decode batch [0-9]+, context|^error' | tee -a $S/summary.txt
-  pack
+  check PACELINE_DECODE_Q_NEXT=$qnext -- --model configs/models/qwen3-8b.json \
+    --kv-cache-memory 24G --max-num-seqs 64 --timing --skip-invariance --decode-batches 1,16,64 \
+    --prefill-lengths 1024
 done

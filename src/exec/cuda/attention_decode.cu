@@ -215,8 +215,9 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
   using Last = std::integral_constant<int, STAGES - 1>;
 
   // QNEXT: the q values of an item (this lane's, as it reads them), loaded into q_next during the
-  // merge of the block's item before it (q_loaded), so that an item's first math does not wait
-  // for them (an H100 profile at 1k x 64: 21% of the samples on that wait at an item's start).
+  // merge of the block's item before it (every item but the block's first), so that an item's
+  // first math does not wait for them (an H100 profile at 1k x 64: 21% of the samples on that
+  // wait at an item's start).
   auto load_q = [&](const ItemPlace& p, float2 (&dst)[L::kKWords]) {
     const float* q = qkv + static_cast<int64_t>(p.ri.x) * qkv_width +
                      static_cast<int64_t>(p.kv_head * group + min(g, group - 1)) * HD;
@@ -224,8 +225,6 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
     for (int w = 0; w < L::kKWords; ++w) dst[w] = *reinterpret_cast<const float2*>(q + L::k_element(w, c));
   };
   float2 q_next[QNEXT ? L::kKWords : 1];
-  bool q_loaded = false;
-  (void)q_loaded;
 
   ItemPlace cur;
   bool started = false;  // cur's first kAhead tiles are already on their way
@@ -263,8 +262,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
       }
     };
     if constexpr (QNEXT) {
-      if (!q_loaded) load_q(cur, q_next);
-      q_loaded = false;
+      if (item == static_cast<int>(blockIdx.x)) load_q(cur, q_next);
 #pragma unroll
       for (int w = 0; w < L::kKWords; ++w) qa[w] = pack_q(q_next[w]);
     } else {
@@ -334,10 +332,7 @@ __global__ void __launch_bounds__(WARPS * 32, HD <= 128 ? 12 / WARPS : 1)
 
     merge_warps<HD, WARPS>(merge_area, warp, lane, group, m_run, l_run, acc);
     if constexpr (QNEXT) {  // the accumulators are in shared memory: their registers take q
-      if (next < total) {
-        load_q(cur, q_next);
-        q_loaded = true;
-      }
+      if (next < total) load_q(cur, q_next);
     }
     const int64_t first = (static_cast<int64_t>(done.r) * shape.num_heads + done.kv_head * group) *
                               splits.max_splits + done.split;
