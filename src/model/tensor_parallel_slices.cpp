@@ -55,6 +55,12 @@ TensorSlice rank_lm_head_slice(const ModelConfig& c, const TensorParallelShape& 
                    c.vocab_size, c.hidden_size, rank * shape.vocab, shape.vocab);
 }
 
+TensorSlice rank_embedding_slice(const ModelConfig& c, const TensorParallelShape& shape,
+                                 int rank) {
+  return row_slice("model.embed_tokens.weight", c.vocab_size, c.hidden_size, rank * shape.vocab,
+                   shape.vocab);
+}
+
 void slice_to_f32(const TensorView& view, const TensorSlice& s, float* out) {
   if (s.whole()) {
     view.to_f32(out);

@@ -46,7 +46,13 @@ RankLayerSlices rank_layer_slices(const ModelConfig& config, const TensorParalle
 TensorSlice rank_lm_head_slice(const ModelConfig& config, const TensorParallelShape& shape,
                                int rank);
 
-// All of `name`, a [rows, cols] tensor (what every rank holds whole, the embedding).
+// The input embedding's vocabulary rows of rank `rank`, the same rows as its lm_head slice (a
+// vocabulary-parallel embedding: a token outside them embeds as zeros on this rank and the
+// ranks' rows are summed; tied, the one slice serves as both).
+TensorSlice rank_embedding_slice(const ModelConfig& config, const TensorParallelShape& shape,
+                                 int rank);
+
+// All of `name`, a [rows, cols] tensor (what every rank holds whole, the norms).
 TensorSlice whole_tensor(std::string name, int64_t rows, int64_t cols);
 
 // The tensor a slice is cut from, checked to have the slice's whole shape (checked_tensor: an

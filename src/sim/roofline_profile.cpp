@@ -160,9 +160,9 @@ int64_t weight_bytes_per_gpu(const ModelConfig& m, int64_t element_bytes, int tp
   if (tp == 1) return m.num_parameters() * element_bytes;
   const ParamSplit p = param_split(m);
   const double n = tp;
-  // The input embedding whole; the lm_head's vocabulary rows / N (a tied head is the embedding).
+  // The embedding's and the lm_head's vocabulary rows / N (a tied head is the embedding's rows).
   const double params =
-      p.norms + p.linear / n + p.embedding + (m.tie_word_embeddings ? 0.0 : p.embedding / n);
+      p.norms + p.linear / n + p.embedding / n + (m.tie_word_embeddings ? 0.0 : p.embedding / n);
   return static_cast<int64_t>(params) * element_bytes;
 }
 
@@ -238,14 +238,16 @@ RooflineCostModel::Parts RooflineCostModel::parts(const StepWork& w) const {
   p.attention_s = std::max(kv_bytes / bw, attention_flops / gpu_.attention_flops);
 
   if (tp_ > 1) {
-    // bf16 activations: two all-reduces of rows x hidden per layer; the logits' all-gather.
+    // The float32 residual's all-reduces of rows x hidden: the embedding's, then two per layer;
+    // the float32 logits' all-gather.
     const double bw_ar = gpu_.allreduce_bus_bandwidth;
     const double latency_s = gpu_.allreduce_latency_us * 1e-6;
-    const double reduce_bytes = rows * static_cast<double>(model_.hidden_size) * 2.0;
+    const double reduce_bytes =
+        rows * static_cast<double>(model_.hidden_size) * kCollectiveElementBytes;
     const double gather_bytes = static_cast<double>(w.logit_rows + w.padding_rows) *
-                                static_cast<double>(model_.vocab_size) * 2.0;
+                                static_cast<double>(model_.vocab_size) * kCollectiveElementBytes;
     p.communication_s =
-        2.0 * static_cast<double>(model_.num_hidden_layers) *
+        (2.0 * static_cast<double>(model_.num_hidden_layers) + 1.0) *
             ring_all_reduce_seconds(reduce_bytes, tp_, bw_ar, latency_s) +
         ring_all_gather_seconds(gather_bytes, tp_, bw_ar, latency_s);
   }

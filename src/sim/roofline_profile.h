@@ -11,9 +11,10 @@
 // the larger of its GPU time and the kernel launches of every layer.
 //
 // A tensor-parallel replica of N GPUs (docs/tensor-parallel.md's split) is priced per GPU: each
-// reads weights / N (norms and the input embedding are replicated), KV / N (its KV heads) and
-// does FLOPs / N, then waits for the collectives, which nothing overlaps: two all-reduces per
-// layer of rows x hidden bf16 values, and one all-gather of the logits (logit rows x vocab bf16).
+// reads weights / N (the norms are replicated), KV / N (its KV heads) and does FLOPs / N, then
+// waits for the collectives, which nothing overlaps, of the values paceline's CUDA ranks exchange:
+// the float32 residual's all-reduces of rows x hidden (the vocabulary-parallel embedding's, then
+// two per layer) and one all-gather of the float32 logits (logit rows x vocab).
 // A ring collective of S bytes takes 2 (N-1)/N S / busbw (all-reduce) or (N-1)/N S / busbw
 // (all-gather) plus a fixed latency per call: nccl-tests' bus-bandwidth definition.
 #include <cstdint>
@@ -61,8 +62,8 @@ GpuSpec gpu_spec_from_json(const nlohmann::json& j, const std::string& where);
 // (a lookup touches only the rows of its tokens).
 int64_t weight_bytes_read(const ModelConfig& model, int64_t element_bytes);
 // Bytes of the weights one GPU of a TP-`tensor_parallel_size` replica holds: its 1/N of every
-// projection and of the lm_head, and whole copies of the norms and the input embedding table
-// (docs/tensor-parallel.md's split). At N = 1: every parameter.
+// projection, of the input embedding and of the lm_head (vocabulary rows), and whole copies of
+// the norms (docs/tensor-parallel.md's split). At N = 1: every parameter.
 int64_t weight_bytes_per_gpu(const ModelConfig& model, int64_t element_bytes,
                              int tensor_parallel_size);
 // KV cache memory of the replica: N x (memory * gpu_memory_utilization - one GPU's weights), so
@@ -70,6 +71,10 @@ int64_t weight_bytes_per_gpu(const ModelConfig& model, int64_t element_bytes,
 // N does not split the model (tensor_parallel_shape's message).
 int64_t roofline_kv_cache_bytes(const GpuSpec& gpu, const ModelConfig& model,
                                 double gpu_memory_utilization, int tensor_parallel_size = 1);
+
+// Bytes of one value in the collectives of paceline's CUDA ranks: the residual they all-reduce and
+// the logits they gather are float32.
+inline constexpr double kCollectiveElementBytes = 4.0;
 
 // Seconds of one ring all-reduce of `bytes` over `gpus` GPUs: 2 (N-1)/N bytes / bus_bandwidth +
 // latency; 0 on one GPU.

@@ -58,6 +58,8 @@ TEST(TensorParallelSlices, AreTheCpuSplitsSlicesOnEveryRank) {
         }
         EXPECT_EQ(stacked(w, {rank_lm_head_slice(c, shape, rank)}), cpu.lm_head)
             << "world " << world << " rank " << rank << " tied " << tied;
+        EXPECT_EQ(stacked(w, {rank_embedding_slice(c, shape, rank)}), cpu.embed_tokens)
+            << "world " << world << " rank " << rank << " tied " << tied;
       }
     }
   }
@@ -74,6 +76,7 @@ TEST(TensorParallelSlices, OneRankTakesEveryTensorWhole) {
     EXPECT_TRUE(s.down.whole());
   }
   EXPECT_TRUE(rank_lm_head_slice(c, one, 0).whole());
+  EXPECT_TRUE(rank_embedding_slice(c, one, 0).whole());
   EXPECT_EQ(rank_lm_head_slice(c, one, 0).name, "lm_head.weight");
   // Two ranks: rank 1's o_proj is the right half of every row.
   const TensorSlice o = rank_layer_slices(c, tensor_parallel_shape(c, 2), 1, 0).o_proj;

@@ -92,6 +92,40 @@ TEST(TensorParallel, EachRankHoldsItsSlices) {
   EXPECT_EQ(l.o_proj.size(), static_cast<size_t>(hidden * 2 * 16));
   EXPECT_EQ(l.down_proj.size(), static_cast<size_t>(hidden * 40));
   EXPECT_EQ(r1.lm_head[0], full.lm_head_data()[48 * hidden]);
+  // The embedding's rows of its half of the vocabulary, not the whole table.
+  EXPECT_EQ(r1.embed_tokens.size(), static_cast<size_t>(48 * hidden));
+  EXPECT_EQ(r1.embed_tokens[0], full.embed_tokens[static_cast<size_t>(48 * hidden)]);
+}
+
+TEST(TensorParallel, TheRanksEmbeddingsSumToEachTokensRow) {
+  const ModelConfig c = splittable_config(true);
+  const testing::TestWeights w(c, 6);
+  const CpuWeights full = cpu_weights_convert(c, w);
+  const int64_t hidden = c.hidden_size;
+  std::vector<int32_t> tokens(static_cast<size_t>(c.vocab_size));
+  for (int32_t t = 0; t < c.vocab_size; ++t) tokens[static_cast<size_t>(t)] = t;
+  for (int world : {2, 4}) {
+    const TensorParallelShape shape = tensor_parallel_shape(c, world);
+    std::vector<std::vector<float>> parts(static_cast<size_t>(world));
+    for (int rank = 0; rank < world; ++rank) {
+      const CpuRankWeights rw = shard_weights(c, full, shape, rank);
+      std::vector<float>& part = parts[static_cast<size_t>(rank)];
+      part.assign(static_cast<size_t>(c.vocab_size * hidden), -1.0f);
+      embed_rank(rw, shape, rank, tokens, hidden, part.data());
+      // A token of another rank's rows embeds as zeros here.
+      for (int32_t t = 0; t < c.vocab_size; ++t) {
+        const bool mine = t / shape.vocab == rank;
+        for (int64_t i = 0; i < hidden; ++i) {
+          const float got = part[static_cast<size_t>(t * hidden + i)];
+          const float want = mine ? full.embed_tokens[static_cast<size_t>(t * hidden + i)] : 0.0f;
+          ASSERT_EQ(got, want) << world << " ranks, rank " << rank << ", token " << t;
+        }
+      }
+    }
+    std::vector<float> sum(static_cast<size_t>(c.vocab_size * hidden), 0.0f);
+    all_reduce_add(parts, c.vocab_size * hidden, sum.data());
+    EXPECT_EQ(sum, full.embed_tokens) << world << " ranks";
+  }
 }
 
 TEST(TensorParallel, ASplitThatDoesNotDivideIsRefusedNamingTheField) {

@@ -100,12 +100,29 @@ TEST(CudaRankWeights, EachMatrixHoldsItsRanksSlices) {
             EXPECT_EQ(download(l.down_proj), expected(*w, {s.down})) << "layer " << layer;
           }
           EXPECT_EQ(download(g.lm_head), expected(*w, {rank_lm_head_slice(c, shape, rank)}));
-          // The embedding is whole on every rank.
-          const TensorSlice embed =
-              whole_tensor("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
-          EXPECT_EQ(download(g.embed_tokens), expected(*w, {embed}));
+          // The embedding's rows of this rank's vocabulary (whole at one rank).
+          EXPECT_EQ(download(g.embed_tokens),
+                    expected(*w, {rank_embedding_slice(c, shape, rank)}));
         }
       }
+    }
+  }
+}
+
+TEST(CudaRankWeights, ATiedLmHeadIsTheRanksEmbeddingSlice) {
+  PACELINE_REQUIRE_GPU();
+  ModelConfig c = splittable_config();
+  c.tie_word_embeddings = true;
+  const auto w = make_dummy_weights(c, 5, DType::kBF16);
+  for (int world : {1, 2, 4}) {
+    const TensorParallelShape shape = tensor_parallel_shape(c, world);
+    for (int rank = 0; rank < world; ++rank) {
+      SCOPED_TRACE(::testing::Message() << "world " << world << ", rank " << rank);
+      const cuda::GpuWeights g = cuda::gpu_weights_upload(c, *w, shape, rank);
+      // One copy of the rank's vocabulary rows serves as the embedding and the lm_head.
+      EXPECT_EQ(g.lm_head.bytes(), 0u);
+      EXPECT_EQ(g.lm_head_data(), g.embed_tokens.as<__nv_bfloat16>());
+      EXPECT_EQ(download(g.embed_tokens), expected(*w, {rank_lm_head_slice(c, shape, rank)}));
     }
   }
 }

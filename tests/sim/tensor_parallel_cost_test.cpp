@@ -91,11 +91,12 @@ TEST(TensorParallelRoofline, Tp2WeightBoundDecodeTakesHalfTheGpuTimePlusTheColle
   EXPECT_NEAR(one.linear_s, static_cast<double>(weight_bytes_read(m, 2)) / g.bandwidth(), 1e-9);
   EXPECT_NEAR(two.linear_s / one.linear_s, 0.5, 1e-4);
   EXPECT_DOUBLE_EQ(two.attention_s, one.attention_s / 2);  // half the KV heads
-  // 64 layers x 2 all-reduces of one row of 5,120 bf16 values, and the logits' all-gather of
-  // 151,936 bf16 values: ~1.3 ms, nearly all of it the 10 us latency of 129 calls.
-  const double reduce = (2.0 * 1 / 2) * 5120 * 2 / 450e9 + 10e-6;
-  const double gather = 0.5 * 151936 * 2 / 450e9 + 10e-6;
-  EXPECT_NEAR(two.communication_s, 2 * 64 * reduce + gather, 1e-12);
+  // The embedding's all-reduce and 64 layers x 2 of one row of 5,120 float32 values, and the
+  // logits' all-gather of 151,936 float32 values: ~1.3 ms, nearly all of it the 10 us latency of
+  // 130 calls.
+  const double reduce = (2.0 * 1 / 2) * 5120 * 4 / 450e9 + 10e-6;
+  const double gather = 0.5 * 151936 * 4 / 450e9 + 10e-6;
+  EXPECT_NEAR(two.communication_s, (2 * 64 + 1) * reduce + gather, 1e-12);
   EXPECT_NEAR(two.total_s, g.step_overhead_us * 1e-6 + two.linear_s + two.attention_s +
                                two.communication_s, 1e-12);
   // The headline: TP 2's step minus the per-step overhead and the collectives is half of TP 1's.
@@ -119,9 +120,10 @@ TEST(TensorParallelRoofline, AComputeBoundPrefillDividesItsFlopsOverTheGpus) {
   const auto one = RooflineCostModel(g, m, 1).parts(w), four = RooflineCostModel(g, m, 4).parts(w);
   EXPECT_NEAR(four.linear_s / one.linear_s, 0.25, 1e-4);
   EXPECT_DOUBLE_EQ(four.attention_s, one.attention_s / 4);
-  // 128 all-reduces of 8,192 x 5,120 bf16 values (84 MB): 1.5 x 84 MB / 450 GB/s + 10 us each.
-  const double reduce = 1.5 * 8192.0 * 5120 * 2 / 450e9 + 10e-6;
-  EXPECT_NEAR(four.communication_s, 128 * reduce + (0.75 * 151936 * 2 / 450e9 + 10e-6), 1e-12);
+  // 129 all-reduces of 8,192 x 5,120 float32 values (168 MB): 1.5 x 168 MB / 450 GB/s + 10 us
+  // each.
+  const double reduce = 1.5 * 8192.0 * 5120 * 4 / 450e9 + 10e-6;
+  EXPECT_NEAR(four.communication_s, 129 * reduce + (0.75 * 151936 * 4 / 450e9 + 10e-6), 1e-12);
 }
 
 TEST(TensorParallelRoofline, EachGpuHoldsItsShareOfTheWeightsAndTheReplicaNGpusOfKv) {
@@ -129,11 +131,21 @@ TEST(TensorParallelRoofline, EachGpuHoldsItsShareOfTheWeightsAndTheReplicaNGpusO
   const GpuSpec g = gpu_spec_named("h200");
   const double embedding = static_cast<double>(m.vocab_size * m.hidden_size);
   const double all = static_cast<double>(m.num_parameters());
-  // TP 1: every parameter. TP 2: the input embedding whole, everything else but the norms halved.
+  // TP 1: every parameter. TP 2: everything but the norms halved, the input embedding too (its
+  // vocabulary rows: 1.56 GB of bf16 whole, 0.78 GB a GPU).
   EXPECT_EQ(weight_bytes_per_gpu(m, 2, 1), m.num_parameters() * 2);
   const double norms = static_cast<double>(m.num_hidden_layers * (2 * m.hidden_size + 2 * m.head_dim) +
                                            m.hidden_size);
-  const double per_gpu = norms + embedding + (all - norms - embedding) / 2;
+  const double per_gpu = norms + (all - norms) / 2;
+  EXPECT_NEAR(2 * embedding / 1e9, 1.556, 1e-3);
+  // Tied (Qwen3-4B): the embedding's rows are the lm_head's, held once and split like it.
+  const ModelConfig tied = model_config_load("qwen3-4b");
+  ASSERT_TRUE(tied.tie_word_embeddings);
+  const double tied_norms = static_cast<double>(
+      tied.num_hidden_layers * (2 * tied.hidden_size + 2 * tied.head_dim) + tied.hidden_size);
+  const double tied_all = static_cast<double>(tied.num_parameters());
+  EXPECT_NEAR(static_cast<double>(weight_bytes_per_gpu(tied, 2, 2)),
+              2 * (tied_norms + (tied_all - tied_norms) / 2), 4);
   EXPECT_NEAR(static_cast<double>(weight_bytes_per_gpu(m, 2, 2)), 2 * per_gpu, 4);
   const double memory = g.memory_bytes * 0.9;
   const int64_t kv1 = roofline_kv_cache_bytes(g, m, 0.9, 1);

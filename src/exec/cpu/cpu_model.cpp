@@ -36,7 +36,9 @@ CpuModel::CpuModel(const ModelConfig& config, const Weights& weights, KvCacheSha
   tp_ = tensor_parallel_shape(config, tensor_parallel_size);
   if (tp_.world > 1) {
     for (int r = 0; r < tp_.world; ++r) ranks_.push_back(shard_weights(config, weights_, tp_, r));
-    weights_.layers.clear();  // every rank holds its slices; the embedding stays whole
+    weights_.layers.clear();  // every rank holds its slices; only the norms stay whole
+    weights_.embed_tokens.clear();
+    weights_.embed_tokens.shrink_to_fit();
     weights_.lm_head.clear();
     weights_.lm_head.shrink_to_fit();
     partials_.resize(static_cast<size_t>(tp_.world));
@@ -87,10 +89,21 @@ std::vector<float> CpuModel::forward(const StepPlan& plan) {
   if (rows == 0) return {};
 
   residual_.resize(static_cast<size_t>(rows * hidden));
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(residual_.data() + r * hidden,
-                weights_.embed_tokens.data() + int64_t{batch.tokens[r]} * hidden,
-                sizeof(float) * hidden);
+  if (ranks_.empty()) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(residual_.data() + r * hidden,
+                  weights_.embed_tokens.data() + int64_t{batch.tokens[r]} * hidden,
+                  sizeof(float) * hidden);
+    }
+  } else {  // vocabulary parallel: each rank's rows, then the sum over the ranks
+    for (int rank = 0; rank < tp_.world; ++rank) {
+      std::vector<float>& partial = partials_[static_cast<size_t>(rank)];
+      partial.resize(static_cast<size_t>(rows * hidden));
+      embed_rank(ranks_[static_cast<size_t>(rank)], tp_, rank, batch.tokens, hidden,
+                 partial.data());
+    }
+    std::fill(residual_.begin(), residual_.end(), 0.0f);
+    all_reduce_add(partials_, rows * hidden, residual_.data());
   }
   cos_sin_.resize(static_cast<size_t>(rows * head_dim));
   for (int64_t r = 0; r < rows; ++r) {

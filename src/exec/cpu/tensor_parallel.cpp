@@ -51,10 +51,27 @@ CpuRankWeights shard_weights(const ModelConfig& config, const CpuWeights& full,
     s.down_proj = columns(l.down_proj, hidden, inter, rank * inter_rank, inter_rank);
     w.layers.push_back(std::move(s));
   }
+  w.embed_tokens.assign(full.embed_tokens.begin() + rank * shape.vocab * hidden,
+                        full.embed_tokens.begin() + (rank + 1) * shape.vocab * hidden);
   const float* lm_head = full.lm_head_data();
   w.lm_head.assign(lm_head + rank * shape.vocab * hidden,
                    lm_head + (rank + 1) * shape.vocab * hidden);
   return w;
+}
+
+void embed_rank(const CpuRankWeights& weights, const TensorParallelShape& shape, int rank,
+                const std::vector<int32_t>& tokens, int64_t hidden, float* out) {
+  const int64_t first = rank * shape.vocab;
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    float* row = out + static_cast<int64_t>(r) * hidden;
+    const int64_t local = int64_t{tokens[r]} - first;
+    if (local < 0 || local >= shape.vocab) {
+      std::memset(row, 0, sizeof(float) * static_cast<size_t>(hidden));
+    } else {
+      std::memcpy(row, weights.embed_tokens.data() + local * hidden,
+                  sizeof(float) * static_cast<size_t>(hidden));
+    }
+  }
 }
 
 void all_reduce_add(const std::vector<std::vector<float>>& partials, int64_t n, float* y) {

@@ -5,7 +5,9 @@
 // groups (rank r: query heads [r H/N, (r+1) H/N) and the KV heads they read); q/k/v and
 // gate/up are split by output rows (column parallel), o_proj and down_proj by input columns
 // (row parallel: each rank's product is a partial sum of the whole output); the lm_head by
-// vocabulary rows, whose logits are gathered. Norms and the embedding are replicated.
+// vocabulary rows, whose logits are gathered; the input embedding by the same vocabulary rows
+// (each rank embeds the tokens of its rows, zeros for the others, and the ranks' rows are summed,
+// as vLLM's vocabulary-parallel embedding). The norms are replicated.
 //
 // One process computes every rank in turn (there is one CPU): this proves the split and the
 // reductions against the unsplit forward and Hugging Face's logits, so that an executor with
@@ -20,10 +22,11 @@
 
 namespace paceline {
 
-// One rank's slices of the layers and of the lm_head.
+// One rank's slices of the layers, of the embedding and of the lm_head.
 struct CpuRankWeights {
   std::vector<CpuLayerWeights> layers;  // qkv [(q + 2 kv) / N, hidden], o [hidden, q / N],
                                         // gate_up [2 I / N, hidden], down [hidden, I / N]
+  std::vector<float> embed_tokens;      // [vocab / N, hidden]: rows [r V / N, (r + 1) V / N)
   std::vector<float> lm_head;           // [vocab / N, hidden]
 };
 
@@ -34,6 +37,11 @@ CpuRankWeights shard_weights(const ModelConfig& config, const CpuWeights& full,
 // The all-reduce of a row-parallel projection followed by the residual add: y[i] += the sum of
 // partials[r][i] over the ranks, in rank order (the same order on every rank, so every rank
 // holds the same bits).
+// Rank `rank`'s part of the embedding of `tokens` ([rows]): the row of each token among its
+// vocabulary rows, zeros for any other token. Summed over the ranks, every row's embedding.
+void embed_rank(const CpuRankWeights& weights, const TensorParallelShape& shape, int rank,
+                const std::vector<int32_t>& tokens, int64_t hidden, float* out);
+
 void all_reduce_add(const std::vector<std::vector<float>>& partials, int64_t n, float* y);
 
 }  // namespace paceline

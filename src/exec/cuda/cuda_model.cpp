@@ -165,8 +165,15 @@ void CudaModel::forward(const StepCounts& n, const StepBuffers& in, Activations&
     }
   };
 
-  PACELINE_CUDA_CHECK(launch_embedding(rows.tokens, weights_.embed_tokens.as<bf16>(), hidden,
-                                       n.rows, a.residual.as<float>(), stream_));
+  if (tp_.world == 1) {
+    PACELINE_CUDA_CHECK(launch_embedding(rows.tokens, weights_.embed_tokens.as<bf16>(), hidden,
+                                         n.rows, a.residual.as<float>(), stream_));
+  } else {  // vocabulary parallel: this rank's rows, zeros for the others' tokens, then the sum
+    PACELINE_CUDA_CHECK(launch_embedding_slice(rows.tokens, weights_.embed_tokens.as<bf16>(),
+                                               rank_ * tp_.vocab, tp_.vocab, hidden, n.rows,
+                                               a.residual.as<float>(), stream_));
+    join_residual();
+  }
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const GpuLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     const LayerCache cache = layer_cache(layer);

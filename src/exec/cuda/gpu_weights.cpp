@@ -64,14 +64,12 @@ GpuWeights gpu_weights_upload(const ModelConfig& c, const Weights& weights,
                               const TensorParallelShape& shape, int rank) {
   const int64_t hidden = c.hidden_size;
   GpuWeights w;
-  // Replicated on every rank: the embedding and the norms.
-  w.embed_tokens = stacked_bf16(
-      weights, {whole_tensor("model.embed_tokens.weight", c.vocab_size, hidden)}, w.bytes);
+  // The rank's vocabulary rows of the embedding (every row at one rank); the norms replicated.
+  w.embed_tokens = stacked_bf16(weights, {rank_embedding_slice(c, shape, rank)}, w.bytes);
   w.final_norm = vector_f32(weights, "model.norm.weight", hidden, w.bytes);
-  const TensorSlice lm_head = rank_lm_head_slice(c, shape, rank);
-  // Tied and whole: the embedding serves as the lm_head (lm_head_data()).
-  if (!c.tie_word_embeddings || !lm_head.whole()) {
-    w.lm_head = stacked_bf16(weights, {lm_head}, w.bytes);
+  // Tied: the embedding's slice is the lm_head's (the same rows), read by lm_head_data().
+  if (!c.tie_word_embeddings) {
+    w.lm_head = stacked_bf16(weights, {rank_lm_head_slice(c, shape, rank)}, w.bytes);
   }
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {

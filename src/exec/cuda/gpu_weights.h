@@ -25,10 +25,10 @@ struct GpuLayerWeights {
 };
 
 struct GpuWeights {
-  DeviceBuffer embed_tokens;  // bf16 [vocab, hidden]
+  DeviceBuffer embed_tokens;  // bf16 [vocab / ranks, hidden]: the rank's vocabulary rows
   std::vector<GpuLayerWeights> layers;
   DeviceBuffer final_norm;  // f32 [hidden]
-  DeviceBuffer lm_head;     // bf16 [vocab, hidden]; empty when tied to embed_tokens
+  DeviceBuffer lm_head;     // bf16 [vocab / ranks, hidden]; empty when tied to embed_tokens
   int64_t bytes = 0;        // device bytes in all
   // gate_up_proj's rows: 0 in the checkpoint's order (every gate row, then every up row), else
   // gate and up in turns of this many rows (gate_up_layout.h).
@@ -40,8 +40,8 @@ struct GpuWeights {
 };
 
 // Rank `rank`'s weights of a model split over shape.world tensor-parallel ranks: its slices of
-// the projections and the lm_head (model/tensor_parallel_slices.h, the CPU split's slices), the
-// embedding and the norms whole. One rank (the one-GPU executor) takes every tensor whole,
+// the projections, the embedding and the lm_head (model/tensor_parallel_slices.h, the CPU split's
+// slices; a tied lm_head is the embedding's slice, held once), the norms whole. One rank (the one-GPU executor) takes every tensor whole,
 // through the same code. Checks every tensor's shape against the config (errors name the
 // tensor) and uploads it, converting to bf16 where the source is float32 or float16.
 GpuWeights gpu_weights_upload(const ModelConfig& config, const Weights& weights,

@@ -67,6 +67,12 @@ __host__ __device__ inline int64_t kv_slot_row(int64_t slot, int kv_head, int kv
 // residual[r] = table[tokens[r]], converted to float32.
 cudaError_t launch_embedding(const int32_t* tokens, const bf16* table, int64_t hidden, int rows,
                              float* residual, cudaStream_t stream);
+// A tensor-parallel rank's part of a vocabulary-parallel embedding: residual[r] =
+// table[tokens[r] - first] for a token of its rows [first, first + count), zeros for any other;
+// the ranks' all-reduce of the residual then leaves every row's embedding on each rank.
+cudaError_t launch_embedding_slice(const int32_t* tokens, const bf16* table, int64_t first,
+                                   int64_t count, int64_t hidden, int rows, float* residual,
+                                   cudaStream_t stream);
 
 // out[r] = weight * x[src] / rms(x[src]), src = gather ? gather[r] : r. x is float32, out bf16.
 cudaError_t launch_rms_norm(const float* x, const int32_t* gather, const float* weight,
