@@ -2,12 +2,14 @@
 // blocks overwritten by another prompt in the same step, then loaded back into other GPU blocks,
 // must decode exactly as if the KV had never moved (the copies are byte copies of bf16 KV and
 // the kernels are batch invariant), eagerly and through a CUDA graph, and over two
-// tensor-parallel ranks on one GPU (each rank copies its KV heads' part of every block; eager).
+// tensor-parallel ranks on one GPU (each rank copies its KV heads' part of every block; their
+// collectives: exec/cuda/same_device_collectives.h), eagerly and through the ranks' graphs.
 // A decode over the overwritten blocks, without the load, must differ: the comparison can see a
 // missing copy.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -23,7 +25,7 @@
 #include "model/weights.h"
 
 #if PACELINE_HAVE_CUDA
-#include "host_collectives.h"
+#include "exec/cuda/same_device_collectives.h"
 
 namespace paceline {
 namespace {
@@ -39,6 +41,12 @@ std::vector<int32_t> tokens(int64_t n, int32_t first, int32_t vocab) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = (first + 37 * static_cast<int32_t>(i)) % vocab;
   return t;
+}
+
+// Collectives for an executor of `ranks` ranks on one device; the function owns them.
+std::function<cuda::RankCollectives*(int)> device_rank_collectives(int ranks) {
+  auto all = std::make_shared<cuda::SameDeviceCollectives>(ranks);
+  return [all](int r) { return all->rank(r); };
 }
 
 // How the executors of a test run: through CUDA graphs or eagerly, over one rank or two.
@@ -73,7 +81,7 @@ class CudaHostTier : public ::testing::TestWithParam<Mode> {
     if (ranks > 1) {
       o.tensor_parallel_size = ranks;
       o.devices.assign(static_cast<size_t>(ranks), 0);
-      o.rank_collectives = testing::host_rank_collectives(ranks);
+      o.rank_collectives = device_rank_collectives(ranks);
     }
     return o;
   }
@@ -188,10 +196,11 @@ TEST_P(CudaHostTier, CopiesOutsideThePoolsAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EagerGraphsAndRanks, CudaHostTier,
-                         ::testing::Values(Mode{false, 1}, Mode{true, 1}, Mode{false, 2}),
+                         ::testing::Values(Mode{false, 1}, Mode{true, 1}, Mode{false, 2},
+                                           Mode{true, 2}),
                          [](const ::testing::TestParamInfo<Mode>& i) {
-                           if (i.param.ranks > 1) return std::string("TwoRanksEager");
-                           return i.param.graphs ? std::string("Graphs") : std::string("Eager");
+                           const std::string how = i.param.graphs ? "Graphs" : "Eager";
+                           return i.param.ranks > 1 ? "TwoRanks" + how : how;
                          });
 
 }  // namespace

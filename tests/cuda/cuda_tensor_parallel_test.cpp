@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -28,18 +29,18 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cuda_model.h"
+#include "exec/cuda/same_device_collectives.h"
 #include "exec/cuda/step_inputs.h"
-#include "host_collectives.h"
 #include "model/config.h"
 #include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
+#include "sched/cudagraph_sizes.h"
 
 namespace paceline {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::BlockPool;
-using testing::HostCollectives;
 
 constexpr int64_t kBlockSize = 16;
 
@@ -96,10 +97,8 @@ class Ranks {
       : collectives_(world) {
     const TensorParallelShape tp = tensor_parallel_shape(config, world);
     for (int r = 0; r < world; ++r) {
-      rank_collectives_.push_back(std::make_unique<HostCollectives::Rank>(collectives_, r));
       ranks_.push_back(std::make_unique<RankForward>(
-          config, weights, tp, r, world > 1 ? rank_collectives_.back().get() : nullptr,
-          num_blocks));
+          config, weights, tp, r, world > 1 ? collectives_.rank(r) : nullptr, num_blocks));
     }
   }
   // Every rank's logits for the plan.
@@ -115,8 +114,7 @@ class Ranks {
   const std::vector<int32_t>& tokens() const { return ranks_[0]->tokens; }
 
  private:
-  HostCollectives collectives_;
-  std::vector<std::unique_ptr<HostCollectives::Rank>> rank_collectives_;
+  cuda::SameDeviceCollectives collectives_;  // eager calls: through the host
   std::vector<std::unique_ptr<RankForward>> ranks_;
 };
 
@@ -176,19 +174,28 @@ TEST_P(CudaTensorParallel, TwoRanksOnOneGpuDecodeHfsGreedyContinuations) {
   });
 }
 
-TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuations) {
-  HostCollectives joins(2);
-  HostCollectives::Rank rank0(joins, 0), rank1(joins, 1);
+// Options for an executor of two ranks on device 0, joined by `collectives`, with CUDA graphs of
+// `graph_sizes` (none: eager).
+CudaExecutorOptions two_rank_options(const ModelConfig& config, int64_t num_blocks,
+                                     std::function<cuda::RankCollectives*(int)> collectives,
+                                     std::vector<int32_t> graph_sizes) {
   CudaExecutorOptions o;
   o.block_size = kBlockSize;
-  const ModelConfig rank_config = rank_model_config(config(), tensor_parallel_shape(config(), 2));
-  o.kv_cache_bytes = num_blocks_ * kBlockSize * rank_config.kv_bytes_per_token(2);
+  const ModelConfig rank_config = rank_model_config(config, tensor_parallel_shape(config, 2));
+  o.kv_cache_bytes = num_blocks * kBlockSize * rank_config.kv_bytes_per_token(2);
   o.max_num_batched_tokens = 4096;
-  o.cudagraph_sizes = {1, 2, 4};  // asked for, but two ranks run eagerly
+  o.cudagraph_sizes = std::move(graph_sizes);
   o.tensor_parallel_size = 2;
   o.devices = {0, 0};
-  o.rank_collectives = [&](int r) -> cuda::RankCollectives* { return r == 0 ? &rank0 : &rank1; };
-  CudaExecutor gpu(config(), *hf_->weights, o);
+  o.rank_collectives = std::move(collectives);
+  return o;
+}
+
+TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuations) {
+  cuda::SameDeviceCollectives joins(2);
+  CudaExecutor gpu(config(), *hf_->weights,
+                   two_rank_options(config(), num_blocks_, [&](int r) { return joins.rank(r); },
+                                    {}));
   EXPECT_TRUE(gpu.graph_sizes().empty());
   ASSERT_EQ(gpu.kv_cache_shape().num_blocks, num_blocks_);
   BlockPool pool(num_blocks_, 11);
@@ -199,6 +206,40 @@ TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuat
     for (const auto& seq : r.seqs) tokens.push_back(seq.tokens.at(0));
     return tokens;
   });
+}
+
+// The ranks' CUDA graphs: each rank captures its decode forward with its collectives (kernels
+// that meet on the device, capturable) and every decode step replays them on both ranks. The
+// continuations are HF's, and each step's logits are those of the same executor run eagerly
+// over the same collectives, bit for bit.
+TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksReplaysTheirGraphsForEveryDecodeStep) {
+  const std::vector<int32_t> sizes = {1, 2, 4};
+  cuda::SameDeviceCollectives graph_joins(2), eager_joins(2);
+  CudaExecutor graphs(config(), *hf_->weights,
+                      two_rank_options(config(), num_blocks_,
+                                       [&](int r) { return graph_joins.rank(r); }, sizes));
+  CudaExecutor eager(config(), *hf_->weights,
+                     two_rank_options(config(), num_blocks_,
+                                      [&](int r) { return eager_joins.rank(r); }, {}));
+  EXPECT_EQ(graphs.graph_sizes(), sizes);
+  BlockPool pool(num_blocks_, 13);
+  int steps = 0, graph_steps = 0;
+  hf_->expect_greedy_continuations(pool, kBlockSize, [&](StepPlan& plan) {
+    StepPlan same = plan;  // the eager executor's copy, without a graph size
+    if (plan.kind == ForwardKind::kDecode) {
+      plan.padded_batch_size = padded_batch_size(sizes, static_cast<int32_t>(plan.seqs.size()));
+    }
+    const StepResult r = graphs.execute(plan);
+    ++steps;
+    graph_steps += graphs.last_step_used_graph() ? 1 : 0;
+    eager.execute(same);
+    EXPECT_EQ(graphs.last_logits(), eager.last_logits()) << "step " << steps;
+    std::vector<int32_t> tokens;
+    for (const auto& seq : r.seqs) tokens.push_back(seq.tokens.at(0));
+    return tokens;
+  });
+  EXPECT_GT(steps, 1);
+  EXPECT_EQ(graph_steps, steps - 1);  // every step but the prefill
 }
 
 // Llama's tiny fixture has one KV head: it does not split over two ranks.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <span>
 
 #include <fmt/format.h>
@@ -161,6 +162,10 @@ struct CudaExecutor::Impl {
   std::vector<LogprobRow> enqueue_logprobs(const StepPlan& plan, int64_t vocab);
   // A step whose loads failed: the copies that were enqueued finish, and no forward runs.
   StepResult without_forward(const StepPlan& plan, std::vector<BlockCopy> failed);
+  // Runs rank 0's part of what every worker was just started on, then waits for every worker
+  // (their tasks may read what the caller owns, so all are waited for whatever one threw);
+  // rethrows rank 0's exception, else the first worker's.
+  void on_every_rank(const std::function<void()>& rank0);
   // The plan's KV copies on every rank's stream, ahead of its forward; the loads refused on any
   // rank (a failed load fails the step on all of them: no rank runs the forward).
   std::vector<BlockCopy> transfer_kv(const KvTransfers& t);
@@ -173,6 +178,23 @@ struct CudaExecutor::Impl {
   int last_num_logits = 0;
   bool last_used_graph = false;
 };
+
+void CudaExecutor::Impl::on_every_rank(const std::function<void()>& rank0) {
+  std::exception_ptr error;
+  try {
+    rank0();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (auto& w : workers) {
+    try {
+      w->wait();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 namespace {
 
@@ -261,11 +283,7 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
                m.model.prefill_gemm_plan() ? kPrefillPlanRows : kGemmRows);
   std::vector<int32_t> sizes;
   const int world = m.ranks.shape.world;
-  if (world > 1 && !options.enforce_eager && !options.cudagraph_sizes.empty()) {
-    spdlog::info("cuda: {} tensor-parallel ranks run eagerly (CUDA graphs of several ranks are "
-                 "not built)", world);
-  }
-  if (!options.enforce_eager && world == 1) {
+  if (!options.enforce_eager) {
     for (int32_t s : options.cudagraph_sizes) {
       if (s > 0) sizes.push_back(s);
     }
@@ -311,10 +329,16 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
   const int64_t max_ctx = std::min(max_len, kv.num_blocks * kv.block_size);
   const int64_t max_blocks_per_seq = (max_ctx + kv.block_size - 1) / kv.block_size;
   m.graphs = std::make_unique<DecodeGraphs>(m.model, m.stream, m.limits, max_blocks_per_seq);
+  for (auto& w : m.workers) w->create_graphs(m.limits, max_blocks_per_seq);
   if (!sizes.empty()) {
-    const double seconds = m.graphs->capture(sizes);
-    spdlog::info("cuda: captured {} decode CUDA graphs (batch {}..{}) in {:.2f} s", sizes.size(),
-                 sizes.front(), sizes.back(), seconds);
+    // Every rank captures the same sizes at once: the eager run before each capture meets the
+    // other ranks' collectives.
+    for (auto& w : m.workers) w->start_capture(sizes);
+    double seconds = 0;
+    m.on_every_rank([&] { seconds = m.graphs->capture(sizes); });
+    spdlog::info("cuda: captured {} decode CUDA graphs (batch {}..{}){} in {:.2f} s",
+                 sizes.size(), sizes.front(), sizes.back(),
+                 world > 1 ? fmt::format(" on each of {} ranks", world) : std::string(), seconds);
   }
   spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks of {} tokens ({:.2f} GiB, {})",
                config.name, cuda_device_description(),
@@ -396,24 +420,12 @@ std::vector<BlockCopy> CudaExecutor::Impl::transfer_kv(const KvTransfers& t) {
   if (t.empty()) return {};
   for (auto& w : workers) w->start_kv_transfers(t);
   std::vector<BlockCopy> failed;
-  std::exception_ptr error;
-  try {
-    failed = enqueue_kv_transfers(host_tier.get(), &faults, t, stream);
-  } catch (...) {
-    error = std::current_exception();
-  }
+  on_every_rank([&] { failed = enqueue_kv_transfers(host_tier.get(), &faults, t, stream); });
   for (auto& w : workers) {
-    try {
-      w->wait();
-    } catch (...) {
-      if (!error) error = std::current_exception();
-      continue;
-    }
     for (const BlockCopy& c : w->kv_transfers_failed()) {
       if (std::find(failed.begin(), failed.end(), c) == failed.end()) failed.push_back(c);
     }
   }
-  if (error) std::rethrow_exception(error);
   return failed;
 }
 
@@ -431,14 +443,23 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
   const int64_t vocab = m.model.config().vocab_size;
 
   int num_logits = 0;
-  // Several ranks run eagerly (no graphs captured for them).
-  m.last_used_graph = m.workers.empty() && m.graphs->prepare(plan);
+  m.last_used_graph = m.graphs->fits(plan);
   if (m.last_used_graph) {
-    HostStep h = host_step_padded(plan, m.limits, plan.padded_batch_size);
+    const int32_t size = plan.padded_batch_size;
+    if (!m.graphs->captured(size)) {  // a padded size between the sizes captured at startup
+      const auto t0 = std::chrono::steady_clock::now();
+      for (auto& w : m.workers) w->start_capture_size(size);
+      m.on_every_rank([&] { m.graphs->capture_size(size); });
+      spdlog::info("cuda: captured the decode graph of batch {} on first use in {:.3f} s", size,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    HostStep h = host_step_padded(plan, m.limits, size);
     PACELINE_CUDA_CHECK(cudaEventRecord(m.step_start, m.stream));
     std::vector<BlockCopy> failed = m.transfer_kv(plan.kv_transfers);
     if (!failed.empty()) return m.without_forward(plan, std::move(failed));
-    m.graphs->replay(h, plan.padded_batch_size);
+    // Every rank replays the same size; the graphs' collectives meet.
+    for (auto& w : m.workers) w->start_replay(h, size);
+    m.on_every_rank([&] { m.graphs->replay(h, size); });
     m.last_acts = &m.graphs->activations();
     num_logits = static_cast<int>(plan.seqs.size());
   } else {
@@ -454,20 +475,10 @@ StepResult CudaExecutor::execute(const StepPlan& plan) {
                       h.num_tiles()};
     // The other ranks' forwards start first: each collective needs every rank.
     for (auto& w : m.workers) w->start_forward(h, counts);
-    try {
+    m.on_every_rank([&] {
       m.eager_inputs.upload(h, m.stream);
       m.model.forward(counts, m.eager_inputs, m.eager_acts);
-    } catch (...) {
-      // The workers read h: it must outlive their tasks, whatever rank 0 threw.
-      for (auto& w : m.workers) {
-        try {
-          w->wait();
-        } catch (...) {
-        }
-      }
-      throw;
-    }
-    for (auto& w : m.workers) w->wait();
+    });
     m.last_acts = &m.eager_acts;
   }
   m.last_num_logits = num_logits;

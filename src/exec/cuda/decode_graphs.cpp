@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "base/error.h"
-#include "base/log.h"
 #include "exec/cuda/cuda_check.h"
 
 namespace paceline::cuda {
@@ -22,7 +21,7 @@ double DecodeGraphs::capture(const std::vector<int32_t>& sizes) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!sizes.empty()) {
     acts_.reserve(model_.rank_config(), sizes.back(), sizes.back(), sizes.back(),
-                  model_.decode_splits().max_splits);
+                  model_.decode_splits().max_splits, model_.tensor_parallel().world);
   }
   for (int32_t size : sizes) capture_one(size);
   sizes_ = sizes;
@@ -57,7 +56,7 @@ void DecodeGraphs::capture_one(int32_t size) {
   graphs_[size] = std::move(g);
 }
 
-bool DecodeGraphs::prepare(const StepPlan& plan) {
+bool DecodeGraphs::fits(const StepPlan& plan) const {
   if (plan.kind != ForwardKind::kDecode || plan.padded_batch_size <= 0 || sizes_.empty()) {
     return false;
   }
@@ -68,13 +67,6 @@ bool DecodeGraphs::prepare(const StepPlan& plan) {
     if ((s.start_pos + 1 + limits_.block_size - 1) / limits_.block_size > max_blocks_per_seq_) {
       return false;
     }
-  }
-  if (graphs_.find(plan.padded_batch_size) == graphs_.end()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    capture_one(plan.padded_batch_size);
-    spdlog::info("cuda: captured the decode graph of batch {} on first use in {:.3f} s",
-                 plan.padded_batch_size,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return true;
 }

@@ -4,6 +4,11 @@
 // copied into that graph's StepBuffers (fixed addresses), the padding rows attend to nothing and
 // write nothing, and the logits of the first n rows are the answer. All graphs share one
 // Activations sized for the largest.
+//
+// A tensor-parallel rank has a DecodeGraphs of its own on its model and stream, and its graphs
+// hold its collectives. The ranks capture together (capture or capture_size on every rank's
+// thread at once, the same sizes in the same order: the eager run before each capture meets the
+// other ranks) and replay the same size for a step; the executor keeps them in step.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -28,11 +33,14 @@ class DecodeGraphs {
 
   // Captures a graph per size (sorted ascending); returns the seconds it took.
   double capture(const std::vector<int32_t>& sizes);
+  // Captures one more size, at most the largest captured (fits() said so).
+  void capture_size(int32_t size) { capture_one(size); }
   const std::vector<int32_t>& sizes() const { return sizes_; }
   // Whether `plan` can replay a graph: decode, one token and one logit per sequence, a
-  // padded_batch_size that holds it, and block tables within the captured bound. A padded size
-  // not captured at startup but within the largest is captured now (logged).
-  bool prepare(const StepPlan& plan);
+  // padded_batch_size that holds it, and block tables within the captured bound. Its size may
+  // still need capture_size (a padded size between the sizes captured at startup).
+  bool fits(const StepPlan& plan) const;
+  bool captured(int32_t size) const { return graphs_.count(size) > 0; }
   // Uploads a step made by host_step_padded(plan, limits, size) and launches the graph of
   // `size`; the results land in activations().
   void replay(const HostStep& step, int32_t size);

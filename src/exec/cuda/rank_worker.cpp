@@ -31,6 +31,7 @@ RankWorker::~RankWorker() {
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // no copy left reading the host tier
   host_tier_.reset();
+  graphs_.reset();  // before the model its graphs replay
   model_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (known) cudaSetDevice(previous);
@@ -70,6 +71,25 @@ void RankWorker::start_forward(const HostStep& step, const StepCounts& counts) {
     inputs_.upload(step, stream_);
     model_->forward(counts, inputs_, acts_);
   });
+}
+
+void RankWorker::create_graphs(const StepLimits& limits, int64_t max_blocks_per_seq) {
+  post([=, this] {
+    graphs_ = std::make_unique<DecodeGraphs>(*model_, stream_, limits, max_blocks_per_seq);
+  });
+  wait();
+}
+
+void RankWorker::start_capture(const std::vector<int32_t>& sizes) {
+  post([sizes, this] { graphs_->capture(sizes); });
+}
+
+void RankWorker::start_capture_size(int32_t size) {
+  post([size, this] { graphs_->capture_size(size); });
+}
+
+void RankWorker::start_replay(const HostStep& step, int32_t size) {
+  post([&step, size, this] { graphs_->replay(step, size); });
 }
 
 void RankWorker::post(std::function<void()> task) {

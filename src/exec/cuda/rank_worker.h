@@ -13,9 +13,11 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "exec/cuda/activations.h"
 #include "exec/cuda/cuda_model.h"
+#include "exec/cuda/decode_graphs.h"
 #include "exec/cuda/host_kv_tier.h"
 #include "exec/cuda/rank_collectives.h"
 #include "exec/cuda/step_inputs.h"
@@ -51,6 +53,14 @@ class RankWorker {
   // Starts the step's forward: the rank's inputs are uploaded from `step` (which must live until
   // wait()) and its forward enqueued on its stream, with activations for `logit_rows`.
   void start_forward(const HostStep& step, const StepCounts& counts);
+  // CUDA graphs of the rank's decode forward (decode_graphs.h), started on every rank at once
+  // with the same arguments as rank 0's DecodeGraphs: create_graphs (waited for), then
+  // start_capture (the startup sizes), start_capture_size (one more) and start_replay (which
+  // uploads `step`, which must live until wait()).
+  void create_graphs(const StepLimits& limits, int64_t max_blocks_per_seq);
+  void start_capture(const std::vector<int32_t>& sizes);
+  void start_capture_size(int32_t size);
+  void start_replay(const HostStep& step, int32_t size);
   // Waits for the task started last; rethrows its exception.
   void wait();
 
@@ -65,6 +75,7 @@ class RankWorker {
   std::unique_ptr<CudaModel> model_;
   StepBuffers inputs_;
   Activations acts_;
+  std::unique_ptr<DecodeGraphs> graphs_;
   std::unique_ptr<HostKvTier> host_tier_;
   std::vector<BlockCopy> failed_loads_;
 
