@@ -53,42 +53,69 @@ std::vector<float> download(const DeviceBuffer& dev, size_t n) {
   return host;
 }
 
-// `ranks` threads, each with a stream of its own; run(r, stream) on each at once, eagerly or
-// captured into a graph per rank that is then launched once.
-void on_rank_threads(int ranks, bool graph, const std::function<void(int, cudaStream_t)>& run) {
-  std::vector<cudaStream_t> streams(static_cast<size_t>(ranks));
-  for (cudaStream_t& s : streams) {
-    PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+using RankWork = std::function<void(int, cudaStream_t)>;
+
+// `ranks` threads, each with a stream of its own, as the executor's ranks.
+class RankThreads {
+ public:
+  explicit RankThreads(int ranks) : streams_(static_cast<size_t>(ranks), nullptr) {
+    for (cudaStream_t& s : streams_) {
+      PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
   }
-  std::vector<cudaGraphExec_t> execs(static_cast<size_t>(ranks), nullptr);
-  auto each = [&](const std::function<void(int, cudaStream_t)>& f) {
+  ~RankThreads() {
+    for (cudaGraphExec_t e : graphs_) cudaGraphExecDestroy(e);
+    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+  }
+  RankThreads(const RankThreads&) = delete;
+  RankThreads& operator=(const RankThreads&) = delete;
+
+  // f(r, stream) on every rank's thread at once; returns when every stream is idle.
+  void each(const RankWork& f) {
     std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r) {
+    for (size_t r = 0; r < streams_.size(); ++r) {
       threads.emplace_back([&, r] {
         PACELINE_CUDA_CHECK(cudaSetDevice(0));
-        f(r, streams[static_cast<size_t>(r)]);
-        PACELINE_CUDA_CHECK(cudaStreamSynchronize(streams[static_cast<size_t>(r)]));
+        f(static_cast<int>(r), streams_[r]);
+        PACELINE_CUDA_CHECK(cudaStreamSynchronize(streams_[r]));
       });
     }
     for (std::thread& t : threads) t.join();
-  };
-  if (!graph) {
-    each(run);
-  } else {
-    each([&](int r, cudaStream_t s) {  // capture: nothing runs, nobody meets
+  }
+  // Captures f into a graph per rank (nothing runs, nobody meets).
+  void capture(const RankWork& f) {
+    graphs_.assign(streams_.size(), nullptr);
+    each([&](int r, cudaStream_t s) {
       cudaGraph_t g = nullptr;
       PACELINE_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      run(r, s);
+      f(r, s);
       PACELINE_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-      PACELINE_CUDA_CHECK(cudaGraphInstantiate(&execs[static_cast<size_t>(r)], g, 0));
+      PACELINE_CUDA_CHECK(cudaGraphInstantiate(&graphs_[static_cast<size_t>(r)], g, 0));
       cudaGraphDestroy(g);
     });
-    each([&](int r, cudaStream_t s) {
-      PACELINE_CUDA_CHECK(cudaGraphLaunch(execs[static_cast<size_t>(r)], s));
-    });
-    for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
   }
-  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+  // Launches every rank's graph on its thread.
+  void replay() {
+    each([&](int r, cudaStream_t s) {
+      PACELINE_CUDA_CHECK(cudaGraphLaunch(graphs_[static_cast<size_t>(r)], s));
+    });
+  }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaGraphExec_t> graphs_;
+};
+
+// run(r, stream) on `ranks` threads at once, eagerly or captured into a graph per rank that is
+// then launched once.
+void on_rank_threads(int ranks, bool graph, const RankWork& run) {
+  RankThreads threads(ranks);
+  if (!graph) {
+    threads.each(run);
+    return;
+  }
+  threads.capture(run);
+  threads.replay();
 }
 
 // The sum over the ranks' inputs, in rank order.
@@ -177,33 +204,13 @@ TEST(SameDeviceCollectives, GraphsReplayedManyTimesBetweenEagerCallsKeepMeeting)
     recvs.emplace_back(count * ranks * sizeof(float));
   }
   // Each rank's graph: an all-reduce of its buffer, then an all-gather of the sum into recv.
-  std::vector<cudaGraphExec_t> graphs(ranks, nullptr);
-  std::vector<cudaStream_t> streams(ranks, nullptr);
-  for (cudaStream_t& s : streams) {
-    PACELINE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  }
-  // Each rank's thread, on its own stream (the graphs are captured and launched on it).
-  auto on_ranks = [&](const std::function<void(int, cudaStream_t)>& f) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r) {
-      threads.emplace_back([&, r] {
-        PACELINE_CUDA_CHECK(cudaSetDevice(0));
-        f(r, streams[static_cast<size_t>(r)]);
-        PACELINE_CUDA_CHECK(cudaStreamSynchronize(streams[static_cast<size_t>(r)]));
-      });
-    }
-    for (std::thread& t : threads) t.join();
-  };
-  on_ranks([&](int r, cudaStream_t s) {
-    cudaGraph_t g = nullptr;
-    PACELINE_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const RankWork reduce_then_gather = [&](int r, cudaStream_t s) {
     float* buffer = buffers[static_cast<size_t>(r)].as<float>();
     all.rank(r)->all_reduce_sum_f32(buffer, count, s);
     all.rank(r)->all_gather_f32(buffer, recvs[static_cast<size_t>(r)].as<float>(), count, s);
-    PACELINE_CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    PACELINE_CUDA_CHECK(cudaGraphInstantiate(&graphs[static_cast<size_t>(r)], g, 0));
-    cudaGraphDestroy(g);
-  });
+  };
+  RankThreads threads(ranks);
+  threads.capture(reduce_then_gather);
   for (int round = 0; round < 12; ++round) {
     SCOPED_TRACE(::testing::Message() << "round " << round);
     std::vector<std::vector<float>> inputs;
@@ -211,16 +218,11 @@ TEST(SameDeviceCollectives, GraphsReplayedManyTimesBetweenEagerCallsKeepMeeting)
       inputs.push_back(random_floats(count, static_cast<uint32_t>(1000 * round + r)));
       upload(inputs.back(), buffers[static_cast<size_t>(r)]);
     }
-    const bool eager = round % 3 == 2;  // every third round eagerly, between replays
-    on_ranks([&](int r, cudaStream_t s) {
-      float* buffer = buffers[static_cast<size_t>(r)].as<float>();
-      if (eager) {
-        all.rank(r)->all_reduce_sum_f32(buffer, count, s);
-        all.rank(r)->all_gather_f32(buffer, recvs[static_cast<size_t>(r)].as<float>(), count, s);
-      } else {
-        PACELINE_CUDA_CHECK(cudaGraphLaunch(graphs[static_cast<size_t>(r)], s));
-      }
-    });
+    if (round % 3 == 2) {  // every third round eagerly, between replays
+      threads.each(reduce_then_gather);
+    } else {
+      threads.replay();
+    }
     const std::vector<float> sum = host_sum(inputs);
     std::vector<float> gathered;
     for (int r = 0; r < ranks; ++r) gathered.insert(gathered.end(), sum.begin(), sum.end());
@@ -230,8 +232,6 @@ TEST(SameDeviceCollectives, GraphsReplayedManyTimesBetweenEagerCallsKeepMeeting)
           << "rank " << r;
     }
   }
-  for (cudaGraphExec_t g : graphs) cudaGraphExecDestroy(g);
-  for (cudaStream_t s : streams) cudaStreamDestroy(s);
 }
 
 TEST(SameDeviceCollectives, RefusesRanksOutsideItsRange) {
