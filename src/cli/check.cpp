@@ -11,12 +11,14 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "model/config.h"
+#include "model/tensor_parallel_shape.h"
 #include "model/weights.h"
 #include "sched/cudagraph_sizes.h"
 #if PACELINE_HAVE_CUDA
 #include "exec/cuda/batch_invariance.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cupti_timeline.h"
+#include "exec/cuda/same_device_collectives.h"
 #include "exec/kernel_timeline.h"
 #endif
 
@@ -49,6 +51,9 @@ void add_check_options(CLI::App& cmd, CheckOptions& o) {
                  "the most sequences a step may decode, as serve's flag: the executor sizes its "
                  "CUDA graphs and chooses the decode rows' GEMM from it")
       ->capture_default_str();
+  cmd.add_flag("--ranks-on-one-device", o.ranks_on_one_device,
+               "with --tensor-parallel-size N: all N ranks on device 0, joined on that GPU "
+               "instead of by NCCL over N GPUs (checks the split on one GPU; not a TP speed)");
   cmd.add_option("--kernel-timeline", o.kernel_timeline,
                  "with --timing: record every kernel of the timed steps (CUPTI, CUDA graphs "
                  "included) and write, per timed step, each kernel's time and the GPU's idle time "
@@ -102,6 +107,13 @@ void check_flags(const CheckOptions& o) {
   if (!o.kernel_timeline.empty() && !o.timing) {
     fail("--kernel-timeline {}: it records the timed steps, so it needs --timing",
          o.kernel_timeline);
+  }
+  if (o.model.tensor_parallel_size < 1) {
+    fail("--tensor-parallel-size must be at least 1, got {}", o.model.tensor_parallel_size);
+  }
+  if (o.ranks_on_one_device && o.model.tensor_parallel_size == 1) {
+    fail("--ranks-on-one-device puts tensor-parallel ranks on one GPU: it needs "
+         "--tensor-parallel-size above 1");
   }
 }
 
@@ -312,6 +324,7 @@ int run_check(const CheckOptions& o) {
   ModelConfig config = model_config_load(o.model.model);
   if (o.timing) check_decode_context(o.decode_context, config);
   check_flags(o);
+  tensor_parallel_shape(config, o.model.tensor_parallel_size);  // a size that does not split
   // The model flags' options, as serve and generate take them (--prefill-attention-dtype
   // included: this command built its own and left it out).
   CudaExecutorOptions co = cuda_executor_options(o.model);
@@ -319,6 +332,20 @@ int run_check(const CheckOptions& o) {
   std::unique_ptr<Weights> weights = load_weights(o.model, config);
   co.max_num_seqs = o.max_num_seqs;
   co.cudagraph_sizes = default_cudagraph_capture_sizes(static_cast<int32_t>(o.max_num_seqs));
+  // Tensor parallelism: NCCL over devices 0..N-1 (the executor's own), or every rank on this GPU.
+  const int world = o.model.tensor_parallel_size;
+  co.tensor_parallel_size = world;
+  std::unique_ptr<cuda::SameDeviceCollectives> one_device;
+  if (o.ranks_on_one_device) {
+    co.devices.assign(static_cast<size_t>(world), co.device);
+    one_device = std::make_unique<cuda::SameDeviceCollectives>(world);
+    co.rank_collectives = [&one_device](int r) { return one_device->rank(r); };
+  }
+  if (world > 1) {
+    std::printf("tensor parallel: %d ranks %s\n", world,
+                o.ranks_on_one_device ? "on device 0 (joined on it, not by NCCL)"
+                                      : "on devices 0.. (NCCL)");
+  }
   // The kernel recorder starts before the executor captures its CUDA graphs, so that their
   // kernels are recorded too.
   std::unique_ptr<cuda::CuptiTimeline> cupti;
@@ -357,8 +384,10 @@ int run_check(const CheckOptions& o) {
 }
 #else
 int run_check(const CheckOptions& o) {
-  if (o.timing) check_decode_context(o.decode_context, model_config_load(o.model.model));
+  const ModelConfig config = model_config_load(o.model.model);
+  if (o.timing) check_decode_context(o.decode_context, config);
   check_flags(o);
+  tensor_parallel_shape(config, o.model.tensor_parallel_size);
   fail(
       "paceline check needs the CUDA executor, and this build has none (nvcc was not found "
       "when it was configured)");

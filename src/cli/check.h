@@ -31,6 +31,10 @@ struct CheckOptions {
   // With --timing: every kernel of the timed steps recorded (CUPTI) and, per timed step, where
   // its GPU time goes (kernels and the gaps between them) written to this markdown file.
   std::string kernel_timeline;
+  // With --tensor-parallel-size N > 1: every rank on the one GPU, joined by collectives that meet
+  // on it (exec/cuda/same_device_collectives.h), instead of NCCL over devices 0..N-1. It checks
+  // the split (batch invariance, graphs) on a machine of one GPU; its timings are not a TP run's.
+  bool ranks_on_one_device = false;
 };
 
 void add_check_options(CLI::App& cmd, CheckOptions& options);

@@ -124,6 +124,45 @@ TEST(CheckCli, ABatchAboveMaxNumSeqsIsRefused) {
       << zero.out;
 }
 
+// --tensor-parallel-size N splits the checked model over N ranks (NCCL over N GPUs, or all on
+// one GPU with --ranks-on-one-device): a size that does not split the model, and
+// --ranks-on-one-device without a split, are refused before anything loads, naming why.
+TEST(CheckCli, ATensorParallelSizeThatDoesNotSplitOrRanksWithoutASplitAreRefused) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  const std::string model =
+      "check --device cuda --model " + testing::source_dir() + "/configs/models/qwen3-8b.json";
+  Result three = run_binary(model + " --load-format dummy -tp 3");
+  EXPECT_EQ(three.rc, 1) << three.out;
+  EXPECT_NE(three.out.find("--tensor-parallel-size 3: num_attention_heads 32 does not split into "
+                           "3 equal parts"),
+            std::string::npos)
+      << three.out;
+  Result alone = run_binary(model + " --load-format dummy --ranks-on-one-device");
+  EXPECT_EQ(alone.rc, 1) << alone.out;
+  EXPECT_NE(alone.out.find("--ranks-on-one-device puts tensor-parallel ranks on one GPU: it needs "
+                           "--tensor-parallel-size above 1"),
+            std::string::npos)
+      << alone.out;
+}
+
+// On one GPU: two ranks of Qwen3-0.6B (dummy weights) joined on the device, checked for batch
+// invariance eagerly and through their CUDA graphs, as a user runs the check.
+TEST(CheckCli, TwoRanksOnOneGpuAreBatchInvariant) {
+  if (!std::filesystem::exists(PACELINE_BINARY)) {
+    GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;
+  }
+  if (!testing::gpu_present()) GTEST_SKIP() << testing::gpu_absence();
+  Result r = run_binary("check --device cuda --model " + testing::source_dir() +
+                        "/configs/models/qwen3-0.6b.json --load-format dummy -tp 2 "
+                        "--ranks-on-one-device --kv-cache-memory 2G --prompts 8 --steps 8 "
+                        "--batch-sizes 1,4,8 --max-num-seqs 8");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("tensor parallel: 2 ranks on device 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("batch invariance: PASS"), std::string::npos) << r.out;
+}
+
 TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
   if (!std::filesystem::exists(PACELINE_BINARY)) {
     GTEST_SKIP() << "the paceline binary of this build is not here: " << PACELINE_BINARY;

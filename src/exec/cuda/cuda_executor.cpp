@@ -204,8 +204,11 @@ constexpr int64_t kEagerDecodeRows = 1024;
 constexpr int64_t kEagerLogitRows = 1024;
 constexpr int kSampleRowsPerLaunch = 256;  // rows of one sampling launch
 
+// Each rank's KV cache: --kv-cache-memory as given (vLLM's: one GPU's), or what
+// --gpu-memory-utilization leaves on rank 0's device after the weights (every rank's, when
+// several share it: `sharing` ranks) and the activations, shared out among the ranks there.
 KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
-                           int64_t graph_rows) {
+                           int64_t graph_rows, int sharing) {
   const ModelConfig& c = model.rank_config();  // this rank's widths
   const int splits = decode_splits_for(o.fp8_kv_cache).max_splits;
   const int64_t block_bytes = c.kv_bytes_per_token(o.fp8_kv_cache ? 1 : 2) * o.block_size;
@@ -225,14 +228,17 @@ KvCacheShape size_kv_cache(const CudaModel& model, const CudaExecutorOptions& o,
         (kEagerLogitRows + graph_rows) *
             Activations::bytes_per_logit_row(c, model.tensor_parallel().world) +
         (int64_t{1} << 30);
-    bytes = static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -
-            used - activations;
+    bytes = (static_cast<int64_t>(o.gpu_memory_utilization * static_cast<double>(total_bytes)) -
+             used - sharing * activations) /
+            sharing;
     spdlog::info("cuda: {:.2f} GiB total, {:.2f} GiB in use after the weights, {:.2f} GiB kept "
-                 "for activations; KV cache gets {:.2f} GiB at --gpu-memory-utilization {}",
+                 "for activations; KV cache gets {:.2f} GiB{} at --gpu-memory-utilization {}",
                  static_cast<double>(total_bytes) / (1 << 30),
                  static_cast<double>(used) / (1 << 30),
                  static_cast<double>(activations) / (1 << 30),
                  static_cast<double>(std::max<int64_t>(bytes, 0)) / (1 << 30),
+                 sharing > 1 ? fmt::format(" a rank ({} ranks share the device)", sharing)
+                             : std::string(),
                  o.gpu_memory_utilization);
   }
   KvCacheShape kv{bytes / block_bytes, o.block_size};
@@ -291,7 +297,10 @@ CudaExecutor::CudaExecutor(const ModelConfig& config, const Weights& weights,
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   }
   const int64_t graph_rows = sizes.empty() ? 0 : sizes.back();
-  m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows), options.fp8_kv_cache);
+  const auto sharing = static_cast<int>(
+      std::count(m.ranks.devices.begin(), m.ranks.devices.end(), options.device));
+  m.model.allocate_kv_cache(size_kv_cache(m.model, options, graph_rows, sharing),
+                            options.fp8_kv_cache);
   // Every rank holds as many blocks as rank 0 (the same KV heads each).
   for (auto& w : m.workers) w->allocate_kv_cache(m.model.kv_cache_shape(), options.fp8_kv_cache);
 
