@@ -15,6 +15,8 @@
 #include "model/weights.h"
 #include "sched/cudagraph_sizes.h"
 #if PACELINE_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "exec/cuda/batch_invariance.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/cupti_timeline.h"
@@ -336,6 +338,12 @@ int run_check(const CheckOptions& o) {
   const int world = o.model.tensor_parallel_size;
   co.tensor_parallel_size = world;
   std::unique_ptr<cuda::SameDeviceCollectives> one_device;
+  int gpus = 0;
+  if (world > 1 && !o.ranks_on_one_device && cudaGetDeviceCount(&gpus) == cudaSuccess &&
+      gpus < world) {
+    fail("--tensor-parallel-size {}: this machine has {} GPU{} (NCCL puts one rank on each); "
+         "--ranks-on-one-device checks the split on one", world, gpus, gpus == 1 ? "" : "s");
+  }
   if (o.ranks_on_one_device) {
     co.devices.assign(static_cast<size_t>(world), co.device);
     one_device = std::make_unique<cuda::SameDeviceCollectives>(world);

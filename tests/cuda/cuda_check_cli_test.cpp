@@ -14,6 +14,10 @@
 
 #include "cuda_test_util.h"
 
+#if PACELINE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace paceline {
 namespace {
 
@@ -161,6 +165,17 @@ TEST(CheckCli, TwoRanksOnOneGpuAreBatchInvariant) {
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("tensor parallel: 2 ranks on device 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("batch invariance: PASS"), std::string::npos) << r.out;
+#if PACELINE_HAVE_CUDA
+  // Without the flag the ranks need a GPU each: on one GPU that is refused, saying so.
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus == 1) {
+    Result nccl = run_binary("check --device cuda --model " + testing::source_dir() +
+                             "/configs/models/qwen3-0.6b.json --load-format dummy -tp 2");
+    EXPECT_EQ(nccl.rc, 1) << nccl.out;
+    EXPECT_NE(nccl.out.find("--tensor-parallel-size 2: this machine has 1 GPU"), std::string::npos)
+        << nccl.out;
+  }
+#endif
 }
 
 TEST(CheckCli, DecodeContextInsideTheWindowIsTaken) {
