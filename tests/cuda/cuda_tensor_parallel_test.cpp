@@ -213,7 +213,7 @@ TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksOnOneGpuDecodesHfsGreedyContinuat
 // continuations are HF's, and each step's logits are those of the same executor run eagerly
 // over the same collectives, bit for bit.
 TEST_P(CudaTensorParallel, AnExecutorOfTwoRanksReplaysTheirGraphsForEveryDecodeStep) {
-  const std::vector<int32_t> sizes = {1, 2, 4};
+  const std::vector<int32_t> sizes = default_cudagraph_capture_sizes(16);  // every prompt at once
   cuda::SameDeviceCollectives graph_joins(2), eager_joins(2);
   CudaExecutor graphs(config(), *hf_->weights,
                       two_rank_options(config(), num_blocks_,
