@@ -23,8 +23,8 @@ TensorParallelShape tensor_parallel_shape(const ModelConfig& config, int world);
 
 // The widths one rank computes with, as a config: its query heads, KV heads and MLP columns
 // (so q_size(), kv_size(), intermediate_size and kv_bytes_per_token() are the rank's); the
-// vocabulary, the hidden size and everything else whole (the embedding is replicated and the
-// lm_head's logits are gathered into whole rows). At one rank, the config itself.
+// vocabulary, the hidden size and everything else whole (the embedding's rows are summed over
+// the ranks and the lm_head's logits gathered into whole rows). At one rank, the config itself.
 ModelConfig rank_model_config(const ModelConfig& config, const TensorParallelShape& shape);
 
 }  // namespace paceline
