@@ -23,12 +23,12 @@ double DecodeGraphs::capture(const std::vector<int32_t>& sizes) {
     acts_.reserve(model_.rank_config(), sizes.back(), sizes.back(), sizes.back(),
                   model_.decode_splits().max_splits, model_.tensor_parallel().world);
   }
-  for (int32_t size : sizes) capture_one(size);
+  for (int32_t size : sizes) capture_size(size);
   sizes_ = sizes;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void DecodeGraphs::capture_one(int32_t size) {
+void DecodeGraphs::capture_size(int32_t size) {
   auto g = std::make_unique<Graph>();
   g->inputs.init(size, size * max_blocks_per_seq_);
   // All rows padding: the capture records addresses, not values. One eager run first, so that

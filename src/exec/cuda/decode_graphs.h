@@ -33,8 +33,8 @@ class DecodeGraphs {
 
   // Captures a graph per size (sorted ascending); returns the seconds it took.
   double capture(const std::vector<int32_t>& sizes);
-  // Captures one more size, at most the largest captured (fits() said so).
-  void capture_size(int32_t size) { capture_one(size); }
+  // Captures the graph of one size, at most the largest of capture()'s (fits() said so).
+  void capture_size(int32_t size);
   const std::vector<int32_t>& sizes() const { return sizes_; }
   // Whether `plan` can replay a graph: decode, one token and one logit per sequence, a
   // padded_batch_size that holds it, and block tables within the captured bound. Its size may
@@ -51,7 +51,6 @@ class DecodeGraphs {
     StepBuffers inputs;
     cudaGraphExec_t exec = nullptr;
   };
-  void capture_one(int32_t size);
 
   CudaModel& model_;
   cudaStream_t stream_;
